@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto'
+import { GraphQLError } from 'graphql'
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
+import { Hono } from 'hono'
+import type { Config } from './config.js'
+import { createContext, type Context } from './context.js'
+import type { Database } from './db.js'
+import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
+import { adminRoutes } from './http/admin.js'
+import type { AppEnv } from './http/env.js'
+import { errorResponse } from './http/errors.js'
+import { logger } from './log.js'
+import { restRoutes } from './rest/routes.js'
+import { mountRoutes } from './rest/shim.js'
+import { schema } from './schema/index.js'
+
+/**
+ * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
+ * validation errors become `bad_request`; anything else is logged and answered as `internal`
+ * (or `unavailable` when the database is unreachable), never with its message or stack.
+ */
+export function maskError(error: unknown): Error {
+  if (isGraphQLError(error)) {
+    const original = error.originalError
+    if (!original || isGraphQLError(original)) {
+      if (isErrorCode(error.extensions.code)) return error
+      return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
+    }
+    const app = toAppError(original)
+    if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
+    return new GraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
+  }
+  const app = toAppError(error)
+  logger.error({ err: error }, 'request failed')
+  return app
+}
+
+/**
+ * Validation errors get the `bad_request` code like every other client mistake, without graphql-js'
+ * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
+ */
+export const useValidationErrorCodes = (): Plugin => ({
+  onValidate: () => ({ valid, result, setResult }) => {
+    if (valid) return
+    setResult(
+      result.map(
+        (e) =>
+          new GraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+            nodes: e.nodes,
+            source: e.source,
+            positions: e.positions,
+            path: e.path,
+            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400 } },
+          }),
+      ),
+    )
+  },
+})
+
+export type Yoga = YogaServerInstance<Record<string, never>, Context>
+
+export interface App {
+  fetch: (request: Request) => Promise<Response>
+  yoga: Yoga
+}
+
+export function createApp({ config, db }: { config: Config; db: Database }): App {
+  const yoga: Yoga = createYoga<Record<string, never>, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    context: ({ request }) => createContext({ request }),
+    maskedErrors: { maskError },
+    graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    landingPage: false,
+    logging: false,
+    plugins: [useValidationErrorCodes()],
+  })
+
+  const app = new Hono<AppEnv>()
+  app.use('*', async (c, next) => {
+    const requestId = c.req.header('x-request-id')?.slice(0, 128) || randomUUID()
+    c.set('requestId', requestId)
+    await next()
+    c.header('X-Request-Id', requestId)
+  })
+
+  app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
+  app.get('/readyz', async (c) => {
+    await db.ping()
+    return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
+  })
+  app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
+  app.route('/admin', adminRoutes(config))
+  const v1 = new Hono<AppEnv>()
+  mountRoutes(v1, yoga, restRoutes)
+  app.route('/v1', v1)
+
+  app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
+  app.onError((err, c) => errorResponse(c, err))
+
+  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga }
+}

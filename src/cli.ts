@@ -1,0 +1,161 @@
+import { readFile } from 'node:fs/promises'
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { DataDirBusyError, readLock } from './embedded-lock.js'
+import { createLogger, setLogger } from './log.js'
+import { BootError, prepareDatabase, startGateway } from './server.js'
+
+// The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
+// failure it can explain, 2 on a usage error. Never a stack trace unless DEBUG is set.
+
+class UsageError extends Error {}
+
+interface Command {
+  usage: string
+  summary: string
+  run(args: string[], config: Config): Promise<void>
+}
+
+const out = (line: string) => process.stdout.write(`${line}\n`)
+
+/** In embedded mode, the URL of a gateway that holds the data directory right now. */
+async function runningGateway(config: Config): Promise<string | undefined> {
+  if (config.storage.mode !== 'embedded' || config.storage.dataDir.startsWith('memory://')) return undefined
+  const holder = await readLock(config.storage.dataDir)
+  if (!holder) return undefined
+  if (!holder.url) throw new DataDirBusyError(config.storage.dataDir, holder)
+  return holder.url
+}
+
+/** Calls a running gateway's admin API (used when it owns the embedded data directory). */
+export async function callAdmin(config: Config, url: string, method: string, path: string, body?: string): Promise<unknown> {
+  if (!config.adminToken) {
+    throw new BootError(
+      `The data directory is in use by the gateway at ${url}; set ADMIN_TOKEN (the same as the gateway's) so this command can use its admin API, or stop the gateway.`,
+    )
+  }
+  const res = await fetch(`${url}/admin${path}`, {
+    method,
+    headers: { authorization: `Bearer ${config.adminToken}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body,
+  })
+  const json = (await res.json().catch(() => ({}))) as { data?: unknown; error?: { message?: string } }
+  if (!res.ok) throw new BootError(`The gateway at ${url} refused: ${json.error?.message ?? res.statusText}`)
+  return json.data
+}
+
+/** Runs `work` with direct database access, unless a running gateway owns the data directory. */
+export async function withDatabase<T>(config: Config, work: () => Promise<T>): Promise<T> {
+  const { db, lock } = await prepareDatabase(config)
+  try {
+    return await work()
+  } finally {
+    await db.close()
+    await lock?.release()
+  }
+}
+
+export const commands: Record<string, Command> = {
+  start: {
+    usage: 'vaultgate start',
+    summary: 'Serve the API (GraphQL at /graphql, REST under /v1); the default command.',
+    run: async (_args, config) => {
+      const gateway = await startGateway(config)
+      out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+      if (gateway.hints) {
+        const h = gateway.hints
+        out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
+        for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
+        const [v] = h.vaultIds
+        if (v) out(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
+      }
+      out('')
+      let stopping = false
+      const stop = (signal: string) => {
+        if (stopping) process.exit(1)
+        stopping = true
+        out(`vaultgate: ${signal} received, finishing in-flight requests…`)
+        gateway.close().then(() => process.exit(0), () => process.exit(1))
+      }
+      process.on('SIGTERM', () => stop('SIGTERM'))
+      process.on('SIGINT', () => stop('SIGINT'))
+      await new Promise(() => {})
+    },
+  },
+  migrate: {
+    usage: 'vaultgate migrate',
+    summary: 'Apply pending database migrations (the gateway also does this at start).',
+    run: async (_args, config) => {
+      const url = await runningGateway(config)
+      if (url) throw new BootError(`The gateway at ${url} owns the data directory and applied migrations when it started; nothing to do.`)
+      const { db, lock, applied } = await prepareDatabase(config)
+      await db.close()
+      await lock?.release()
+      out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
+    },
+  },
+  import: {
+    usage: 'vaultgate import FILE',
+    summary: 'Load a JSON document {"vaults":[…],"compositions":[…],"transactions":[…]} in one transaction.',
+    run: async (args, config) => {
+      const file = args[0]
+      if (!file) throw new UsageError('import needs a FILE argument.')
+      const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+        throw new BootError(`Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}.`)
+      })
+      const url = await runningGateway(config)
+      let counts: unknown
+      if (url) {
+        counts = await callAdmin(config, url, 'POST', '/import', text)
+      } else {
+        let doc: unknown
+        try {
+          doc = JSON.parse(text)
+        } catch {
+          throw new BootError(`${file} is not valid JSON.`)
+        }
+        const { importDocument } = await import('./import.js')
+        counts = await withDatabase(config, () => importDocument(doc))
+      }
+      const c = counts as { vaults: number; compositions: number; transactions: number }
+      out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
+    },
+  },
+}
+
+function help(): string {
+  const width = Math.max(...Object.values(commands).map((c) => c.usage.length))
+  return [
+    'vaultgate — GraphQL gateway for investment-vault data and wallet API keys',
+    '',
+    'Usage:',
+    ...Object.values(commands).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`),
+    '',
+    'Configuration comes from environment variables (see README.md, "Configuration").',
+  ].join('\n')
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } })
+  if (values.help || positionals[0] === 'help') {
+    out(help())
+    return
+  }
+  const name = positionals[0] ?? 'start'
+  const command = commands[name]
+  try {
+    if (!command) throw new UsageError(`Unknown command "${name}".`)
+    const config = loadConfig()
+    setLogger(createLogger(config.logLevel))
+    await command.run(positionals.slice(1), config)
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`vaultgate: ${e.message}\n\n${help()}\n`)
+      process.exit(2)
+    }
+    const known = e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
+    process.stderr.write(`vaultgate: ${known ? (e as Error).message : `failed: ${(e as Error).message ?? String(e)}`}\n`)
+    if (process.env.DEBUG) process.stderr.write(`${(e as Error).stack}\n`)
+    process.exit(1)
+  }
+}

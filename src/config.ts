@@ -1,0 +1,139 @@
+import { z } from 'zod'
+
+/** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+const optionalBool = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === '') return undefined
+    const s = v.toLowerCase()
+    if (['1', 'true', 'yes', 'on'].includes(s)) return true
+    if (['0', 'false', 'no', 'off'].includes(s)) return false
+    ctx.addIssue({ code: 'custom', message: 'must be true or false' })
+    return z.NEVER
+  })
+
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+        ctx.addIssue({ code: 'custom', message: `must be an integer from ${min} to ${max}` })
+        return z.NEVER
+      }
+      return Number(v)
+    })
+
+const secret = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v))
+  .refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters')
+
+const url = (protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v))
+    .refine((v) => {
+      if (v === undefined) return true
+      try {
+        return protocols.includes(new URL(v).protocol)
+      } catch {
+        return false
+      }
+    }, `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
+
+const env = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }).default('development'),
+  PORT: int(4000, 0, 65535),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./.data'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  SEED_DEMO: optionalBool,
+  ADMIN_TOKEN: secret,
+  INTERNAL_TOKEN: secret,
+  AUTH_JWKS_URL: url(['https:', 'http:']),
+  AUTH_JWKS_FILE: z.string().min(1).optional(),
+  AUTH_ISSUER: z.string().min(1).optional(),
+  AUTH_AUDIENCE: z.string().min(1).optional(),
+  ALLOWLIST: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+      const bad = items.filter((a) => !EVM_ADDRESS.test(a))
+      if (bad.length > 0) {
+        ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
+        return z.NEVER
+      }
+      return [...new Set(items.map((a) => a.toLowerCase()))]
+    }),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  DB_POOL_MAX: int(10, 1, 1000),
+  DB_CONNECT_TIMEOUT_MS: int(5000, 100, 600_000),
+  DB_IDLE_TIMEOUT_MS: int(10_000, 0, 3_600_000),
+  DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
+})
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test'
+  production: boolean
+  port: number
+  host: string
+  /** `embedded` = PGlite under dataDir; `postgres` = DATABASE_URL. */
+  storage: { mode: 'embedded'; dataDir: string } | { mode: 'postgres'; url: string }
+  seedDemo: boolean
+  adminToken: string | undefined
+  internalToken: string | undefined
+  auth: { jwksUrl: string | undefined; jwksFile: string | undefined; issuer: string | undefined; audience: string | undefined }
+  allowlist: string[]
+  redisUrl: string | undefined
+  logLevel: string
+  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number }
+  shutdownTimeoutMs: number
+}
+
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const parsed = env.safeParse(source)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`)
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`)
+  }
+  const e = parsed.data
+  const embedded = e.DATABASE_URL === undefined
+  if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
+    throw new ConfigError('Invalid configuration:\n  AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both')
+  }
+  return {
+    nodeEnv: e.NODE_ENV,
+    production: e.NODE_ENV === 'production',
+    port: e.PORT,
+    host: e.HOST,
+    storage: embedded ? { mode: 'embedded', dataDir: e.DATA_DIR } : { mode: 'postgres', url: e.DATABASE_URL! },
+    seedDemo: e.SEED_DEMO ?? embedded,
+    adminToken: e.ADMIN_TOKEN,
+    internalToken: e.INTERNAL_TOKEN,
+    auth: { jwksUrl: e.AUTH_JWKS_URL, jwksFile: e.AUTH_JWKS_FILE, issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE },
+    allowlist: e.ALLOWLIST,
+    redisUrl: e.REDIS_URL,
+    logLevel: e.LOG_LEVEL,
+    pool: {
+      max: e.DB_POOL_MAX,
+      connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
+      idleTimeoutMs: e.DB_IDLE_TIMEOUT_MS,
+      statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  }
+}

@@ -1,0 +1,116 @@
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { PrismaPg } from '@prisma/adapter-pg'
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
+import pg from 'pg'
+import { PrismaPGlite } from 'pglite-prisma-adapter'
+import type { Config } from './config.js'
+import { PrismaClient } from './generated/prisma/client.js'
+import { applyMigrations, type AppliedRow } from './migrate.js'
+
+export type Db = PrismaClient
+
+/** The process-wide Prisma client; set by openDatabase() at boot. */
+export let prisma: PrismaClient
+
+export interface Database {
+  mode: 'embedded' | 'postgres'
+  prisma: PrismaClient
+  factory: SqlMigrationAwareDriverAdapterFactory
+  /** Set in postgres mode: the explicit pool behind the adapter. */
+  pool?: pg.Pool
+  /** Set in embedded mode. */
+  pglite?: PGlite
+  /** Applies pending migrations; returns the names applied. */
+  migrate(): Promise<string[]>
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * pglite-prisma-adapter's executeScript neither awaits the script nor reports its errors, and the
+ * schema engine runs migrations through it: await it so a failing migration fails the boot.
+ */
+class EmbeddedAdapterFactory extends PrismaPGlite {
+  constructor(private readonly db: PGlite) {
+    super(db)
+  }
+  override async connect(): Promise<SqlDriverAdapter> {
+    const adapter = (await super.connect()) as SqlDriverAdapter & { onError(e: unknown): never }
+    adapter.executeScript = async (script: string) => {
+      try {
+        await this.db.exec(script)
+      } catch (e) {
+        adapter.onError(e)
+      }
+    }
+    return adapter
+  }
+}
+
+export function createPool(url: string, pool: Config['pool']): pg.Pool {
+  return new pg.Pool({
+    connectionString: url,
+    max: pool.max,
+    connectionTimeoutMillis: pool.connectTimeoutMs,
+    idleTimeoutMillis: pool.idleTimeoutMs,
+    statement_timeout: pool.statementTimeoutMs || undefined,
+    application_name: 'vaultgate',
+  })
+}
+
+/** `pglite`: an already created PGlite to use in embedded mode (tests start from a migrated snapshot). */
+export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, options: { pglite?: PGlite } = {}): Promise<Database> {
+  let db: Database
+  if (config.storage.mode === 'postgres') {
+    const pool = createPool(config.storage.url, config.pool)
+    // An idle client that dies (server restart) must not crash the process; the pool replaces it.
+    pool.on('error', () => {})
+    const factory = new PrismaPg(pool)
+    const client = new PrismaClient({ adapter: factory })
+    db = {
+      mode: 'postgres',
+      prisma: client,
+      factory,
+      pool,
+      migrate: () => applyMigrations(factory, () => readApplied(client)),
+      ping: () => ping(client),
+      close: async () => {
+        await client.$disconnect()
+        await pool.end()
+      },
+    }
+  } else {
+    const dir = config.storage.dataDir
+    if (!options.pglite && !dir.startsWith('memory://')) await mkdir(path.resolve(dir), { recursive: true })
+    const pglite = options.pglite ?? (await PGlite.create(dir.startsWith('memory://') ? dir : path.resolve(dir)))
+    const factory = new EmbeddedAdapterFactory(pglite)
+    const client = new PrismaClient({ adapter: factory })
+    db = {
+      mode: 'embedded',
+      prisma: client,
+      factory,
+      pglite,
+      migrate: () => applyMigrations(factory, () => readApplied(client)),
+      ping: () => ping(client),
+      close: async () => {
+        await client.$disconnect()
+        await pglite.close()
+      },
+    }
+  }
+  prisma = db.prisma
+  return db
+}
+
+async function readApplied(client: PrismaClient): Promise<AppliedRow[]> {
+  return client.$queryRaw<AppliedRow[]>`
+    SELECT migration_name, checksum FROM _prisma_migrations
+    WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`
+}
+
+async function ping(client: PrismaClient): Promise<void> {
+  await client.$executeRaw`SELECT 1`
+}

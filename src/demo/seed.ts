@@ -1,0 +1,39 @@
+import { prisma, type Db } from '../db.js'
+import { importDocument, type ImportCounts } from '../import.js'
+import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
+
+export interface SeedResult {
+  seeded: boolean
+  counts?: ImportCounts
+  hints?: DemoHints
+}
+
+/**
+ * Loads the demo dataset when the database has no vaults yet (decisions.md §2). `now` defaults to
+ * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
+ */
+export async function seedDemoIfEmpty(db: Db = prisma, opts: { seed?: number; now?: Date } = {}): Promise<SeedResult> {
+  if ((await db.vault.findFirst({ select: { id: true } })) !== null) return { seeded: false }
+  const doc = generateDemoDataset({ seed: opts.seed, now: opts.now ?? new Date() })
+  const counts = await importDocument(doc, db)
+  return { seeded: true, counts, hints: demoHints(doc) }
+}
+
+/**
+ * Hints for an already seeded database, read back cheaply (later starts must stay fast, so the
+ * dataset is not regenerated): a few vault ids, the wallet with the most pending redeems and the
+ * most active wallet.
+ */
+export async function demoHintsFromDatabase(db: Db = prisma): Promise<DemoHints> {
+  const vaults = await db.vault.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 8 })
+  const pending = await db.$queryRaw<{ address: string; vault_id: string; vaults: number }[]>`
+    SELECT address, min(vault_id) AS vault_id, count(DISTINCT vault_id)::int AS vaults FROM transactions
+    WHERE type = 'redeem' AND status = 'pending' GROUP BY address ORDER BY 3 DESC, address LIMIT 1`
+  const active = await db.$queryRaw<{ address: string; vault_id: string; n: number }[]>`
+    SELECT address, vault_id, count(*)::int AS n FROM transactions
+    WHERE type = 'deposit' AND status = 'completed' GROUP BY address, vault_id ORDER BY 3 DESC, address LIMIT 1`
+  const wallets: DemoHints['wallets'] = []
+  for (const p of pending) wallets.push({ address: p.address, vaultId: p.vault_id, note: `pending redeems in ${p.vaults} vault(s)` })
+  for (const a of active) wallets.push({ address: a.address, vaultId: a.vault_id, note: `${a.n} completed deposits` })
+  return { vaultIds: vaults.map((v) => v.id), wallets }
+}

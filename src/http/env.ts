@@ -1,0 +1,2 @@
+/** Variables set on every Hono request. */
+export type AppEnv = { Variables: { requestId: string } }

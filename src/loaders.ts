@@ -1,0 +1,7 @@
+// Per-request DataLoaders for per-vault / per-address aggregates that Prisma's own batching
+// (findUnique batching, relation loading) does not reach. Created fresh for every request.
+export type Loaders = Record<string, never>
+
+export function createLoaders(): Loaders {
+  return {}
+}

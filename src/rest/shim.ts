@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto'
+import type { ExecutionResult } from 'graphql'
+import { Hono, type Context as HonoContext } from 'hono'
+import type { Yoga } from '../app.js'
+import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
+import type { AppEnv } from '../http/env.js'
+
+/**
+ * One REST route of the shim: a fixed GraphQL document run through Yoga's own pipeline (same
+ * context factory, loaders, plugins, limits and error masking as /graphql), its result reshaped
+ * into the spec's snake_case JSON.
+ */
+export interface RestRoute<Data = any> {
+  method: 'GET' | 'POST' | 'DELETE'
+  /** Hono path under /v1, e.g. `/vaults/:vault_id`. */
+  path: string
+  document: string
+  /** Builds the GraphQL variables from path and query parameters; throws AppError('bad_request') on bad input. */
+  variables(input: RouteInput): Record<string, unknown>
+  /** Reshapes `data` into the response body; throws AppError('not_found') when the resource is absent. */
+  shape(data: Data, input: RouteInput): unknown
+  /** `public` responses get an ETag and a short shared cache lifetime; the default is `no-store`. */
+  cache?: { scope: 'public' | 'private'; maxAgeSeconds: number }
+}
+
+export interface RouteInput {
+  params: Record<string, string>
+  query: Record<string, string | undefined>
+  /** Query parameters given more than once (a 400: never pick one silently). */
+  repeated: string[]
+  /** The JSON object body of a POST (`{}` when the body is empty). */
+  body: Record<string, unknown>
+}
+
+/** The GraphQL result's first error as the AppError REST answers with. */
+export function resultError(result: ExecutionResult): AppError | undefined {
+  const first = result.errors?.[0]
+  if (!first) return undefined
+  const code = first.extensions?.code as ErrorCode | undefined
+  const http = first.extensions?.http as { status?: number; headers?: Record<string, string> } | undefined
+  if (isErrorCode(code)) return new AppError(code, first.message, { status: http?.status, headers: http?.headers })
+  return new AppError('internal', 'Internal server error.')
+}
+
+async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>> {
+  if (c.req.method !== 'POST') return {}
+  const text = await c.req.text()
+  if (text.trim() === '') return {}
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw new AppError('bad_request', 'The request body is not valid JSON.')
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('bad_request', 'The request body must be a JSON object.')
+  return body as Record<string, unknown>
+}
+
+async function routeInput(c: HonoContext<AppEnv>): Promise<RouteInput> {
+  const all = c.req.queries()
+  const query: Record<string, string | undefined> = {}
+  const repeated: string[] = []
+  for (const [k, v] of Object.entries(all)) {
+    query[k] = v[0]
+    if (v.length > 1) repeated.push(k)
+  }
+  return { params: c.req.param() as Record<string, string>, query, repeated, body: await readBody(c) }
+}
+
+export function etagOf(body: string): string {
+  return `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+}
+
+/** True when an If-None-Match header lists this ETag (or `*`). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false
+  return header.split(',').some((t) => {
+    const tag = t.trim()
+    return tag === '*' || tag === etag || tag.replace(/^W\//, '') === etag.replace(/^W\//, '')
+  })
+}
+
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[]) {
+  for (const route of routes) {
+    app.on(route.method, route.path, async (c) => {
+      const input = await routeInput(c)
+      if (input.repeated.length > 0) throw new AppError('bad_request', `Query parameter ${input.repeated[0]} is given more than once.`)
+      const variables = route.variables(input)
+      const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request: c.req.raw }, {})) as ExecutionResult
+      const error = resultError(result)
+      if (error) throw error
+      const body = JSON.stringify(route.shape(result.data, input))
+      c.header('Content-Type', 'application/json; charset=utf-8')
+      if (!route.cache) {
+        c.header('Cache-Control', 'no-store')
+        return c.body(body, 200)
+      }
+      const etag = etagOf(body)
+      c.header('ETag', etag)
+      c.header('Cache-Control', `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`)
+      if (etagMatches(c.req.header('if-none-match'), etag)) return c.body(null, 304)
+      return c.body(body, 200)
+    })
+  }
+}

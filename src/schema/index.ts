@@ -1,0 +1,5 @@
+import { builder } from '../builder.js'
+import './scalars.js'
+import './vault.js'
+
+export const schema = builder.toSchema({ sortSchema: false })

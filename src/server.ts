@@ -1,0 +1,104 @@
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createAdaptorServer } from '@hono/node-server'
+import { createApp, type App } from './app.js'
+import type { Config } from './config.js'
+import { openDatabase, type Database } from './db.js'
+import type { DemoHints } from './demo/dataset.js'
+import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
+import { lockDataDir, type DataDirLock } from './embedded-lock.js'
+import { isUnavailableError } from './errors.js'
+import { logger } from './log.js'
+import { upsertAllowlist } from './allowlist.js'
+
+/** A failure to boot, with one sentence for the operator (no stack trace). */
+export class BootError extends Error {
+  override name = 'BootError'
+}
+
+export interface RunningGateway {
+  url: string
+  app: App
+  db: Database
+  /** Demo vault ids and wallets to try, when demo data is on. */
+  hints?: DemoHints
+  close(): Promise<void>
+}
+
+function describeStorage(config: Config): string {
+  if (config.storage.mode === 'embedded') return `embedded PGlite in ${config.storage.dataDir}`
+  const u = new URL(config.storage.url)
+  return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`
+}
+
+/** The driver's own sentence, without Prisma's multi-line invocation preamble. */
+function driverMessage(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e)
+  const quoted = /Message: `([^`]+)`/.exec(text)?.[1]
+  const line = quoted ?? text.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? 'unknown error'
+  return line.replace(/\.$/, '') + '.'
+}
+
+/** Opens (and locks, in embedded mode) the database and applies pending migrations. */
+export async function prepareDatabase(config: Config): Promise<{ db: Database; lock?: DataDirLock; applied: string[] }> {
+  const embeddedDir = config.storage.mode === 'embedded' && !config.storage.dataDir.startsWith('memory://') ? config.storage.dataDir : undefined
+  const lock = embeddedDir ? await lockDataDir(embeddedDir) : undefined
+  let db: Database | undefined
+  try {
+    db = await openDatabase(config)
+    await db.ping()
+    const applied = await db.migrate()
+    return { db, lock, applied }
+  } catch (e) {
+    await db?.close().catch(() => {})
+    await lock?.release()
+    if (isUnavailableError(e)) throw new BootError(`Cannot reach the database (${describeStorage(config)}): ${driverMessage(e)}`)
+    throw e
+  }
+}
+
+export async function startGateway(config: Config): Promise<RunningGateway> {
+  const started = performance.now()
+  const { db, lock, applied } = await prepareDatabase(config)
+  try {
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied')
+    await upsertAllowlist(config.allowlist)
+    let hints: DemoHints | undefined
+    if (config.seedDemo) {
+      const seeded = await seedDemoIfEmpty()
+      if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
+      hints = seeded.hints ?? (await demoHintsFromDatabase())
+    }
+    const app = createApp({ config, db })
+    const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (e: NodeJS.ErrnoException) =>
+        reject(e.code === 'EADDRINUSE' ? new BootError(`Port ${config.port} on ${config.host} is already in use; set PORT to another port.`) : e),
+      )
+      server.listen(config.port, config.host, () => resolve())
+    })
+    const { port } = server.address() as AddressInfo
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host
+    const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${port}`
+    await lock?.setUrl(url)
+    logger.info({ url, storage: db.mode, ms: Math.round(performance.now() - started) }, `vaultgate ready at ${url}/graphql`)
+
+    let closing: Promise<void> | undefined
+    const close = () =>
+      (closing ??= (async () => {
+        // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
+        const done = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeIdleConnections()
+        const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
+        await done
+        clearTimeout(timer)
+        await db.close()
+        await lock?.release()
+      })())
+    return { url, app, db, hints, close }
+  } catch (e) {
+    await db.close().catch(() => {})
+    await lock?.release()
+    throw e
+  }
+}

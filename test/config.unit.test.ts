@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+describe('configuration', () => {
+  it('defaults to the embedded database with demo data on port 4000', () => {
+    const c = loadConfig({})
+    expect(c.storage).toEqual({ mode: 'embedded', dataDir: './.data' })
+    expect(c.seedDemo).toBe(true)
+    expect(c.port).toBe(4000)
+    expect(c.production).toBe(false)
+  })
+
+  it('uses PostgreSQL when DATABASE_URL is set, without demo data unless asked', () => {
+    const c = loadConfig({ DATABASE_URL: 'postgresql://u@db:5432/vg', DB_POOL_MAX: '20' })
+    expect(c.storage).toEqual({ mode: 'postgres', url: 'postgresql://u@db:5432/vg' })
+    expect(c.seedDemo).toBe(false)
+    expect(c.pool.max).toBe(20)
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/vg', SEED_DEMO: 'true' }).seedDemo).toBe(true)
+  })
+
+  it('normalises the ALLOWLIST to unique lowercase addresses', () => {
+    const c = loadConfig({ ALLOWLIST: ' 0xABCDEF0000000000000000000000000000000001,0xabcdef0000000000000000000000000000000001 ,' })
+    expect(c.allowlist).toEqual(['0xabcdef0000000000000000000000000000000001'])
+  })
+
+  it('names every bad value in one message', () => {
+    const run = () =>
+      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', SEED_DEMO: 'maybe', ALLOWLIST: '0x12', ADMIN_TOKEN: 'short', NODE_ENV: 'prod' })
+    expect(run).toThrow(ConfigError)
+    expect(run).toThrow(
+      [
+        'Invalid configuration:',
+        '  NODE_ENV: must be development, production or test',
+        '  PORT: must be an integer from 0 to 65535',
+        '  DATABASE_URL: must be a URL starting with postgres:// or postgresql://',
+        '  SEED_DEMO: must be true or false',
+        '  ADMIN_TOKEN: must be at least 16 characters',
+        '  ALLOWLIST: not an EVM address (0x + 40 hex digits): 0x12',
+      ].join('\n'),
+    )
+  })
+
+  it('refuses two JWKS sources at once', () => {
+    expect(() => loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_JWKS_FILE: './jwks.json' })).toThrow(
+      'AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both',
+    )
+  })
+})

@@ -1,0 +1,36 @@
+import { createApp, type App } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import type { Database } from '../../src/db.js'
+import { testDatabase } from './db.js'
+
+export interface TestApp {
+  app: App
+  db: Database
+  config: Config
+  /** In-process request (no sockets), like Yoga's own tests. */
+  request(path: string, init?: RequestInit): Promise<Response>
+  graphql(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<{ status: number; body: any }>
+  close(): Promise<void>
+}
+
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const db = await testDatabase()
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
+  const app = createApp({ config, db })
+  const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
+  return {
+    app,
+    db,
+    config,
+    request,
+    graphql: async (query, variables, headers = {}) => {
+      const res = await request('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...headers },
+        body: JSON.stringify({ query, variables }),
+      })
+      return { status: res.status, body: await res.json() }
+    },
+    close: () => db.close(),
+  }
+}

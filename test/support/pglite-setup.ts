@@ -1,0 +1,25 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { TestProject } from 'vitest/node'
+import { openDatabase } from '../../src/db.js'
+
+// Creating a PGlite database (initdb) takes seconds; loading a dump of an already migrated one takes
+// a few hundred milliseconds. Migrate once per run and let every test file start from the dump.
+export default async function setup(project: TestProject) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-pglite-'))
+  const file = path.join(dir, 'migrated.tar')
+  const db = await openDatabase({ storage: { mode: 'embedded', dataDir: 'memory://' }, pool: { max: 1, connectTimeoutMs: 1000, idleTimeoutMs: 1000, statementTimeoutMs: 0 } })
+  await db.migrate()
+  const dump = await db.pglite!.dumpDataDir('none')
+  await writeFile(file, Buffer.from(await dump.arrayBuffer()))
+  await db.close()
+  project.provide('pgliteSnapshot', file)
+  return () => rm(dir, { recursive: true, force: true })
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgliteSnapshot: string
+  }
+}

@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import { packageRoot } from '../../src/paths.js'
+
+const entry = path.join(packageRoot, 'src', 'main.ts')
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs the CLI from source (tsx) with only the given environment on top of PATH. */
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+      cwd: packageRoot,
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+export interface GatewayProcess {
+  child: ChildProcess
+  url: string
+  output: () => string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/** Starts `vaultgate start` on a free port and resolves once it logs that it is ready. */
+export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<GatewayProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', entry, 'start'], {
+      cwd: packageRoot,
+      env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    })
+    let out = ''
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)))
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`gateway not ready in ${timeoutMs} ms:\n${out}`))
+    }, timeoutMs)
+    const onData = (d: Buffer) => {
+      out += d
+      const m = /vaultgate ready at (http:\/\/\S+)\/graphql/.exec(out)
+      if (m?.[1]) {
+        clearTimeout(timer)
+        resolve({
+          child,
+          url: m[1],
+          output: () => out,
+          stop: (signal = 'SIGTERM') => {
+            child.kill(signal)
+            return exited
+          },
+        })
+      }
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`gateway exited with ${code} before it was ready:\n${out}`))
+    })
+  })
+}
