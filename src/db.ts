@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
-import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory, SqlQuery, SqlQueryable } from '@prisma/driver-adapter-utils'
 import pg from 'pg'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 import type { Config } from './config.js'
@@ -50,6 +50,53 @@ class EmbeddedAdapterFactory extends PrismaPGlite {
   }
 }
 
+export interface SqlEvent {
+  sql: string
+  durationMs: number
+  ok: boolean
+}
+
+/**
+ * Listeners told of every SQL statement the Prisma client sends (tests count statements per
+ * request; metrics and the slow-query log use the timings). Empty in the common case.
+ */
+export const sqlObservers = new Set<(event: SqlEvent) => void>()
+
+function observe<Q extends SqlQueryable>(q: Q): Q {
+  const wrap = <R>(run: (query: SqlQuery) => Promise<R>) =>
+    async (query: SqlQuery): Promise<R> => {
+      if (sqlObservers.size === 0) return run(query)
+      const started = performance.now()
+      let ok = false
+      try {
+        const result = await run(query)
+        ok = true
+        return result
+      } finally {
+        const event = { sql: query.sql, durationMs: performance.now() - started, ok }
+        for (const fn of sqlObservers) fn(event)
+      }
+    }
+  q.queryRaw = wrap(q.queryRaw.bind(q))
+  q.executeRaw = wrap(q.executeRaw.bind(q))
+  return q
+}
+
+/** The factory the Prisma client uses: every connection and transaction reports its statements. */
+function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMigrationAwareDriverAdapterFactory {
+  return {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connectToShadowDb: () => factory.connectToShadowDb(),
+    connect: async () => {
+      const adapter = observe(await factory.connect())
+      const startTransaction = adapter.startTransaction.bind(adapter)
+      adapter.startTransaction = async (isolationLevel) => observe(await startTransaction(isolationLevel))
+      return adapter
+    },
+  }
+}
+
 export function createPool(url: string, pool: Config['pool']): pg.Pool {
   return new pg.Pool({
     connectionString: url,
@@ -69,7 +116,7 @@ export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, opt
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
     const factory = new PrismaPg(pool)
-    const client = new PrismaClient({ adapter: factory })
+    const client = new PrismaClient({ adapter: observedFactory(factory) })
     db = {
       mode: 'postgres',
       prisma: client,
@@ -87,7 +134,7 @@ export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, opt
     if (!options.pglite && !dir.startsWith('memory://')) await mkdir(path.resolve(dir), { recursive: true })
     const pglite = options.pglite ?? (await PGlite.create(dir.startsWith('memory://') ? dir : path.resolve(dir)))
     const factory = new EmbeddedAdapterFactory(pglite)
-    const client = new PrismaClient({ adapter: factory })
+    const client = new PrismaClient({ adapter: observedFactory(factory) })
     db = {
       mode: 'embedded',
       prisma: client,

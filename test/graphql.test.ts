@@ -53,3 +53,20 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
     expect(await ready.json()).toMatchObject({ status: 'ok', data: { storage: testBackend === 'postgres' ? 'postgres' : 'embedded', migrations: 'applied' } })
   })
 })
+
+describe(`SQL statement recording (${testBackend})`, () => {
+  it('sees each statement the client sends', async () => {
+    const { recordSql } = await import('./support/sql.js')
+    const t = await createTestApp()
+    try {
+      await insertVault('a')
+      const { result, statements } = await recordSql(() => t.graphql('{ a: vault(id: "a") { id } b: vault(id: "b") { id } }'))
+      expect(result.body).toEqual({ data: { a: { id: 'a' }, b: null } })
+      // Prisma batches the two findUnique calls of one tick into a single statement.
+      expect(statements).toHaveLength(1)
+      expect(statements[0]).toMatch(/^SELECT .* FROM "public"\."vaults"/)
+    } finally {
+      await t.close()
+    }
+  })
+})
