@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError } from 'graphql'
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
 import type { Config } from './config.js'
@@ -71,6 +72,8 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
     context: ({ request }) => createContext({ request }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
+    renderGraphiQL,
     landingPage: false,
     logging: false,
     plugins: [useValidationErrorCodes()],

@@ -32,10 +32,13 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
     expect(unknown.body.errors[0]).toMatchObject({ message: 'Cannot query field "nope" on type "Vault".', extensions: { code: 'bad_request' } })
   })
 
-  it('serves GraphiQL to a browser outside production', async () => {
+  it('serves GraphiQL to a browser outside production, with no script or style from a CDN', async () => {
     const res = await t.request('/graphql', { headers: { accept: 'text/html' } })
     expect(res.status).toBe(200)
-    expect(await res.text()).toMatch(/graphiql/i)
+    const html = await res.text()
+    expect(html).toMatch(/graphiql/i)
+    expect(html).not.toMatch(/<script[^>]+src=["']?https?:/i)
+    expect(html).not.toMatch(/<link[^>]+stylesheet[^>]+href=["']?https?:/i)
   })
 
   it('answers unknown paths with the standard error body', async () => {
