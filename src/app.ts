@@ -10,7 +10,9 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { logger } from './log.js'
+import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
@@ -63,6 +65,8 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
+  /** Detaches the app's process-wide observers (the database is closed by its owner). */
+  close(): void
 }
 
 export function createApp({ config, db }: { config: Config; db: Database }): App {
@@ -76,7 +80,7 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
     renderGraphiQL,
     landingPage: false,
     logging: false,
-    plugins: [useValidationErrorCodes()],
+    plugins: [useValidationErrorCodes(), useOperationMetrics()],
   })
 
   const app = new Hono<AppEnv>()
@@ -86,8 +90,13 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
     await next()
     c.header('X-Request-Id', requestId)
   })
+  app.use('*', requestObservability)
+  observePool(db.pool)
+  // SQL text is parameterised (no values), so slow statements can be logged as they are.
+  const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
+  app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }))
   app.get('/readyz', async (c) => {
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
@@ -101,5 +110,5 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))
 
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga }
+  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, close: stopSqlObservation }
 }

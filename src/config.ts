@@ -84,6 +84,7 @@ const env = z.object({
   DB_IDLE_TIMEOUT_MS: int(10_000, 0, 3_600_000),
   DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
+  SLOW_QUERY_MS: int(200, 0, 3_600_000),
 })
 
 export interface Config {
@@ -102,6 +103,8 @@ export interface Config {
   logLevel: string
   pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number }
   shutdownTimeoutMs: number
+  /** SQL statements slower than this are logged (warn). */
+  slowQueryMs: number
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -135,5 +138,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    slowQueryMs: e.SLOW_QUERY_MS,
   }
 }

@@ -2,6 +2,7 @@ import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { AppError, errorBody, toAppError } from '../errors.js'
 import { logger } from '../log.js'
+import { errorsByCode } from '../metrics.js'
 
 /** The one REST error body (decisions.md §4), for every error a route can produce. */
 export function errorResponse(c: HonoContext, error: unknown): Response {
@@ -9,6 +10,7 @@ export function errorResponse(c: HonoContext, error: unknown): Response {
   if (!(error instanceof AppError)) {
     logger.error({ err: error, requestId: c.get('requestId' as never), path: c.req.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
   }
+  errorsByCode.inc({ code: app.code })
   const headers = (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers
   if (headers) for (const [k, v] of Object.entries(headers)) c.header(k, v)
   return c.json(errorBody(app.code, app.message), app.status as ContentfulStatusCode)

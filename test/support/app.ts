@@ -31,6 +31,9 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       })
       return { status: res.status, body: await res.json() }
     },
-    close: () => db.close(),
+    close: async () => {
+      app.close()
+      await db.close()
+    },
   }
 }
