@@ -110,54 +110,37 @@ export function createPool(url: string, pool: Config['pool']): pg.Pool {
 
 /** `pglite`: an already created PGlite to use in embedded mode (tests start from a migrated snapshot). */
 export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, options: { pglite?: PGlite } = {}): Promise<Database> {
-  let db: Database
+  let driver: Pick<Database, 'mode' | 'factory' | 'pool' | 'pglite'> & { end(): Promise<void> }
   if (config.storage.mode === 'postgres') {
     const pool = createPool(config.storage.url, config.pool)
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    const factory = new PrismaPg(pool)
-    const client = new PrismaClient({ adapter: observedFactory(factory) })
-    db = {
-      mode: 'postgres',
-      prisma: client,
-      factory,
-      pool,
-      migrate: () => applyMigrations(factory, () => readApplied(client)),
-      ping: () => ping(client),
-      close: async () => {
-        await client.$disconnect()
-        await pool.end()
-      },
-    }
+    driver = { mode: 'postgres', factory: new PrismaPg(pool), pool, end: () => pool.end() }
   } else {
     const dir = config.storage.dataDir
     if (!options.pglite && !dir.startsWith('memory://')) await mkdir(path.resolve(dir), { recursive: true })
     const pglite = options.pglite ?? (await PGlite.create(dir.startsWith('memory://') ? dir : path.resolve(dir)))
-    const factory = new EmbeddedAdapterFactory(pglite)
-    const client = new PrismaClient({ adapter: observedFactory(factory) })
-    db = {
-      mode: 'embedded',
-      prisma: client,
-      factory,
-      pglite,
-      migrate: () => applyMigrations(factory, () => readApplied(client)),
-      ping: () => ping(client),
-      close: async () => {
-        await client.$disconnect()
-        await pglite.close()
-      },
-    }
+    driver = { mode: 'embedded', factory: new EmbeddedAdapterFactory(pglite), pglite, end: () => pglite.close() }
   }
-  prisma = db.prisma
-  return db
+  const { end, ...rest } = driver
+  const client = new PrismaClient({ adapter: observedFactory(driver.factory) })
+  prisma = client
+  return {
+    ...rest,
+    prisma: client,
+    migrate: () => applyMigrations(driver.factory, () => readApplied(client)),
+    ping: async () => {
+      await client.$executeRaw`SELECT 1`
+    },
+    close: async () => {
+      await client.$disconnect()
+      await end()
+    },
+  }
 }
 
 async function readApplied(client: PrismaClient): Promise<AppliedRow[]> {
   return client.$queryRaw<AppliedRow[]>`
     SELECT migration_name, checksum FROM _prisma_migrations
     WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`
-}
-
-async function ping(client: PrismaClient): Promise<void> {
-  await client.$executeRaw`SELECT 1`
 }
