@@ -64,11 +64,12 @@ export interface App {
   yoga: Yoga
 }
 
-export function createApp({ config, db }: { config: Config; db: Database }): App {
+/** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
+export function createApp({ config, db, clock = () => new Date() }: { config: Config; db: Database; clock?: () => Date }): App {
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request }),
+    context: ({ request }) => createContext({ request, now: clock() }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     landingPage: false,
