@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { GraphQLError } from 'graphql'
-import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
+// createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
+// second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
+import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
@@ -24,11 +26,11 @@ export function maskError(error: unknown): Error {
     const original = error.originalError
     if (!original || isGraphQLError(original)) {
       if (isErrorCode(error.extensions.code)) return error
-      return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
+      return createGraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
     }
     const app = toAppError(original)
     if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
-    return new GraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
+    return createGraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
   }
   const app = toAppError(error)
   logger.error({ err: error }, 'request failed')
