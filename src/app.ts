@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { GraphQLError } from 'graphql'
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
@@ -47,7 +46,7 @@ export const useValidationErrorCodes = (): Plugin => ({
     setResult(
       result.map(
         (e) =>
-          new GraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+          createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
             nodes: e.nodes,
             source: e.source,
             positions: e.positions,
