@@ -82,26 +82,53 @@ function found<T>(vault: T | null, id: string): T {
 /** REST values of `timeframe` and their GraphQL enum names. */
 const TIMEFRAME_ENUM: Record<Timeframe, string> = { '7d': 'P7D', '30d': 'P30D', '1y': 'P1Y', all: 'ALL' }
 
-const groupBy = (query: Record<string, string | undefined>): GroupBy => parseChoice('group_by', query.group_by, GROUP_BYS, 'platform')
+type Query = Record<string, string | undefined>
+const groupByOf = (query: Query): GroupBy => parseChoice('group_by', query.group_by, GROUP_BYS, 'platform')
+const timeframeOf = (query: Query): Timeframe => parseChoice('timeframe', query.timeframe, TIMEFRAMES, '30d')
 
-interface PositionData {
-  platform: string
-  asset: string
-  symbol: string
-  pct: number
-  apyEstPct: number
-  icon: string
+interface ListData {
+  vaults: { edges: { node: VaultData }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } }
 }
 
+const listBody = ({ vaults }: ListData) => ({
+  items: vaults.edges.map((e) => vaultBody(e.node)),
+  next_cursor: vaults.pageInfo.hasNextPage ? vaults.pageInfo.endCursor : null,
+})
+
+interface CompositionData {
+  vault: { composition: { asOf: string; positions: { platform: string; asset: string; symbol: string; pct: number; apyEstPct: number; icon: string }[] } | null } | null
+}
+
+function compositionBody(data: CompositionData, id: string) {
+  const composition = found(data.vault, id).composition
+  if (composition === null) throw notFound(`Vault "${id}" has no composition snapshot yet.`)
+  return {
+    as_of: composition.asOf,
+    positions: composition.positions.map((p) => ({ platform: p.platform, asset: p.asset, symbol: p.symbol, pct: p.pct, apy_est_pct: p.apyEstPct, icon: p.icon })),
+  }
+}
+
+interface SeriesData {
+  vault: { compositionSeries: { labels: string[]; points: { t: string; weightsPct: number[] }[] } } | null
+}
+
+function seriesBody(data: SeriesData, id: string, query: Query) {
+  const series = found(data.vault, id).compositionSeries
+  return {
+    group_by: groupByOf(query),
+    timeframe: timeframeOf(query),
+    labels: series.labels,
+    points: series.points.map((p) => ({ t: p.t, weights_pct: p.weightsPct })),
+  }
+}
+
+/** GET /v1/vaults… : each row a fixed GraphQL document, its variables from the request, its result reshaped. */
 export const vaultRoutes: RestRoute[] = [
   {
     method: 'GET',
     path: '/vaults',
     document: `query Vaults($first: Int!, $after: String, $chain: String, $status: VaultStatus) {
-      vaults(first: $first, after: $after, chain: $chain, status: $status) {
-        edges { node { ...VaultFields } }
-        pageInfo { hasNextPage endCursor }
-      }
+      vaults(first: $first, after: $after, chain: $chain, status: $status) { edges { node { ...VaultFields } } pageInfo { hasNextPage endCursor } }
     } ${VAULT_FIELDS}`,
     variables: ({ query }) => ({
       first: parseLimit(query.limit, PAGE_SIZE),
@@ -109,10 +136,7 @@ export const vaultRoutes: RestRoute[] = [
       chain: parseText('chain', query.chain),
       status: parseChoice('status', query.status, ['active', 'paused', 'closed']),
     }),
-    shape: (data: { vaults: { edges: { node: VaultData }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }) => ({
-      items: data.vaults.edges.map((e) => vaultBody(e.node)),
-      next_cursor: data.vaults.pageInfo.hasNextPage ? data.vaults.pageInfo.endCursor : null,
-    }),
+    shape: (data: ListData) => listBody(data),
     cache,
   },
   {
@@ -129,15 +153,8 @@ export const vaultRoutes: RestRoute[] = [
     document: `query Composition($id: ID!, $groupBy: CompositionGroupBy!) {
       vault(id: $id) { composition(groupBy: $groupBy) { asOf positions { platform asset symbol pct apyEstPct icon } } }
     }`,
-    variables: ({ params, query }) => ({ id: params.vault_id, groupBy: groupBy(query) }),
-    shape: (data: { vault: { composition: { asOf: string; positions: PositionData[] } | null } | null }, { params }) => {
-      const composition = found(data.vault, params.vault_id!).composition
-      if (composition === null) throw notFound(`Vault "${params.vault_id}" has no composition snapshot yet.`)
-      return {
-        as_of: composition.asOf,
-        positions: composition.positions.map((p) => ({ platform: p.platform, asset: p.asset, symbol: p.symbol, pct: p.pct, apy_est_pct: p.apyEstPct, icon: p.icon })),
-      }
-    },
+    variables: ({ params, query }) => ({ id: params.vault_id, groupBy: groupByOf(query) }),
+    shape: (data: CompositionData, { params }) => compositionBody(data, params.vault_id!),
     cache,
   },
   {
@@ -146,20 +163,8 @@ export const vaultRoutes: RestRoute[] = [
     document: `query CompositionSeries($id: ID!, $timeframe: CompositionTimeframe!, $groupBy: CompositionGroupBy!) {
       vault(id: $id) { compositionSeries(timeframe: $timeframe, groupBy: $groupBy) { labels points { t weightsPct } } }
     }`,
-    variables: ({ params, query }) => ({
-      id: params.vault_id,
-      timeframe: TIMEFRAME_ENUM[parseChoice('timeframe', query.timeframe, TIMEFRAMES, '30d')],
-      groupBy: groupBy(query),
-    }),
-    shape: (data: { vault: { compositionSeries: { labels: string[]; points: { t: string; weightsPct: number[] }[] } } | null }, { params, query }) => {
-      const series = found(data.vault, params.vault_id!).compositionSeries
-      return {
-        group_by: groupBy(query),
-        timeframe: parseChoice('timeframe', query.timeframe, TIMEFRAMES, '30d'),
-        labels: series.labels,
-        points: series.points.map((p) => ({ t: p.t, weights_pct: p.weightsPct })),
-      }
-    },
+    variables: ({ params, query }) => ({ id: params.vault_id, timeframe: TIMEFRAME_ENUM[timeframeOf(query)], groupBy: groupByOf(query) }),
+    shape: (data: SeriesData, { params, query }) => seriesBody(data, params.vault_id!, query),
     cache,
   },
 ]
