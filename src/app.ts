@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { GraphQLError } from 'graphql'
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
-import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
+// createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
+// second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
+import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
@@ -27,11 +28,11 @@ export function maskError(error: unknown): Error {
     const original = error.originalError
     if (!original || isGraphQLError(original)) {
       if (isErrorCode(error.extensions.code)) return error
-      return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
+      return createGraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
     }
     const app = toAppError(original)
     if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
-    return new GraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
+    return createGraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
   }
   const app = toAppError(error)
   logger.error({ err: error }, 'request failed')
@@ -48,7 +49,7 @@ export const useValidationErrorCodes = (): Plugin => ({
     setResult(
       result.map(
         (e) =>
-          new GraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+          createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
             nodes: e.nodes,
             source: e.source,
             positions: e.positions,
@@ -69,11 +70,12 @@ export interface App {
   close(): void
 }
 
-export function createApp({ config, db }: { config: Config; db: Database }): App {
+/** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
+export function createApp({ config, db, clock = () => new Date() }: { config: Config; db: Database; clock?: () => Date }): App {
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request }),
+    context: ({ request }) => createContext({ request, now: clock() }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.

@@ -11,7 +11,7 @@ export interface Context {
 }
 
 /** The one context factory, used by GraphQL and the REST shim alike. */
-export function createContext({ request, requestId }: { request: Request; requestId?: string }): Context {
+export function createContext({ request, requestId, now }: { request: Request; requestId?: string; now?: Date }): Context {
   let loaders: Loaders | undefined
   return {
     request,
@@ -20,6 +20,6 @@ export function createContext({ request, requestId }: { request: Request; reques
       loaders ??= createLoaders()
       return loaders
     },
-    now: new Date(),
+    now: now ?? new Date(),
   }
 }

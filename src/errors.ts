@@ -89,6 +89,9 @@ export function isUnavailableError(error: unknown): boolean {
 export function toAppError(error: unknown): AppError {
   const app = asAppError(error)
   if (app) return app
+  // Pothos rejects malformed connection arguments (a cursor it cannot decode, a negative `first`)
+  // with its own GraphQLError subclass: a client mistake, not a bug.
+  if (error instanceof Error && error.name === 'PothosValidationError') return new AppError('bad_request', error.message)
   if (isGraphQLError(error) && error.originalError) return toAppError(error.originalError)
   if (isUnavailableError(error)) return new AppError('unavailable', 'The database is unavailable; try again shortly.')
   return new AppError('internal', 'Internal server error.')

@@ -13,10 +13,11 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** `clock`: the `now` of every request (default: the real time). */
+export async function createTestApp(env: Record<string, string> = {}, { clock }: { clock?: () => Date } = {}): Promise<TestApp> {
   const db = await testDatabase()
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
-  const app = createApp({ config, db })
+  const app = createApp({ config, db, clock })
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
   return {
     app,
