@@ -1,0 +1,213 @@
+import { execFileSync } from 'node:child_process'
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { isDeepStrictEqual, parseArgs } from 'node:util'
+import { createDatabase, databaseUrl, dropDatabase, generateDataset, keptDataset, type DatasetInfo } from './dataset.js'
+import { load, type LoadResult } from './load.js'
+import { memoryOf, ROOT, sampleRss, sqlStatements, startBaseline, startGateway, type Gateway, type Target } from './processes.js'
+import { formatTable, machine, type ModeResult, type Row } from './report.js'
+import { requestKey, scenarios, type BenchRequest, type Scenario } from './scenarios.js'
+
+// `npm run bench`: the gateway against its two same-run baselines, on PostgreSQL with the large
+// generated dataset and on the embedded default with the demo data. See README "Benchmark".
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    mode: { type: 'string' },
+  },
+})
+const quick = flags.quick!
+const settings = {
+  seconds: Number(process.env.BENCH_DURATION ?? (quick ? 2 : 5)),
+  warmupSeconds: quick ? 1 : 2,
+  connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
+  adminUrl: process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres',
+  database: process.env.BENCH_DB_NAME ?? 'vaultgate_bench',
+  /** Keep the generated database for the next run (always in --quick). */
+  keepDb: quick || process.env.BENCH_KEEP_DB === '1',
+  modes: (flags.mode ?? process.env.BENCH_MODES ?? 'postgres,embedded').split(','),
+  only: flags.only,
+}
+const RESULTS = path.join(ROOT, 'bench/results')
+const log = (line: string) => process.stderr.write(`${line}\n`)
+
+interface Recorded {
+  key: string
+  status: number
+  contentType: string
+  body: string
+}
+
+/** The gateway's answer to each request of each scenario: the physical limit serves these bytes. */
+async function record(gateway: Gateway, list: Scenario[]): Promise<Recorded[]> {
+  const out: Recorded[] = []
+  for (const s of list) {
+    for (const r of s.requests) {
+      const res = await fetch(gateway.url + r.path, { method: r.method, body: r.body, headers: r.headers })
+      const body = await res.text()
+      if (res.status !== 200) throw new Error(`${s.id}: ${r.method} ${r.path} answered ${res.status}: ${body.slice(0, 300)}`)
+      out.push({ key: requestKey(r.method, r.path, r.body ?? ''), status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body })
+    }
+  }
+  return out
+}
+
+/** The database limit must answer what the gateway answers, or its speed means nothing: compare. */
+async function checkDbBaseline(db: Target, list: Scenario[], recorded: Recorded[]) {
+  const byKey = new Map(recorded.map((r) => [r.key, r]))
+  for (const s of list) {
+    if (s.noDbBaseline) continue
+    const r = s.requests[0]!
+    const res = await fetch(db.url + r.path, { method: r.method, body: r.body, headers: r.headers })
+    const mine = await res.json().catch(() => undefined)
+    const theirs = JSON.parse(byKey.get(requestKey(r.method, r.path, r.body ?? ''))!.body)
+    if (!isDeepStrictEqual(mine, theirs)) log(`  warning: the database baseline of ${s.id} answers differently from the gateway (${JSON.stringify(mine).slice(0, 200)} …)`)
+  }
+}
+
+async function measure(url: string, requests: BenchRequest[]): Promise<LoadResult> {
+  await load(url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
+  return load(url, requests, { seconds: settings.seconds, connections: settings.connections })
+}
+
+async function measureGateway(gateway: Gateway, requests: BenchRequest[]): Promise<LoadResult & { sqlPerRequest: number; rssMiB: number }> {
+  await load(gateway.url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
+  const before = await sqlStatements(gateway.url)
+  const stopSampling = sampleRss(gateway.pid)
+  const result = await load(gateway.url, requests, { seconds: settings.seconds, connections: settings.connections })
+  const rssMiB = stopSampling()
+  const after = await sqlStatements(gateway.url)
+  return { ...result, sqlPerRequest: (after - before) / Math.max(1, result.requests), rssMiB }
+}
+
+const row = (scenario: Scenario, target: Row['target'], r: LoadResult, extra: Partial<Row> = {}): Row => ({
+  scenario: scenario.id,
+  title: scenario.title,
+  target,
+  rps: r.rps,
+  p50: r.p50,
+  p99: r.p99,
+  requests: r.requests,
+  failures: r.failures,
+  ...extra,
+})
+
+/** Runs every scenario against the three targets (and the gateway again with the response cache on). */
+async function runMode(
+  mode: ModeResult['mode'],
+  gatewayEnv: Record<string, string>,
+  dbEnv: Record<string, string>,
+  list: Scenario[],
+  dataset: ModeResult['dataset'],
+): Promise<ModeResult> {
+  const rows: Row[] = []
+  // Phase 1: no response cache, every request reaches the database.
+  const gateway = await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0' })
+  const targets: Target[] = [gateway]
+  try {
+    log(`  gateway ready in ${gateway.readyMs.toFixed(0)} ms (pid ${gateway.pid})`)
+    const recorded = await record(gateway, list)
+    await mkdir(RESULTS, { recursive: true })
+    const answersFile = path.join(RESULTS, `answers-${mode}.json`)
+    await writeFile(answersFile, JSON.stringify(recorded))
+    const physical = await startBaseline('physical-server.ts', [answersFile], {})
+    targets.push(physical)
+    const db = await startBaseline('db-server.ts', [], dbEnv)
+    targets.push(db)
+    await checkDbBaseline(db, list, recorded)
+
+    for (const s of list) {
+      log(`  ${s.title}`)
+      const p = await measure(physical.url, s.requests)
+      rows.push(row(s, 'physical', p))
+      const d = s.noDbBaseline ? undefined : await measure(db.url, s.requests)
+      if (d) rows.push(row(s, 'database', d))
+      const g = await measureGateway(gateway, s.requests)
+      rows.push(row(s, 'gateway', g, { sqlPerRequest: g.sqlPerRequest, rssMiB: g.rssMiB, vsPhysical: g.rps / p.rps, vsDatabase: d && g.rps / d.rps }))
+      log(`    physical ${p.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g.rps.toFixed(0)} (p99 ${g.p99} ms, ${g.sqlPerRequest.toFixed(2)} SQL/req)`)
+    }
+    const peak1 = memoryOf(gateway.pid).peakMiB
+    await gateway.stop()
+
+    // Phase 2: the gateway as it ships, with the response cache on.
+    const cached = list.filter((s) => s.cacheable)
+    let readyCachedMs: number | undefined
+    let peak2 = 0
+    if (cached.length > 0) {
+      const g2 = await startGateway(gatewayEnv)
+      targets.push(g2)
+      readyCachedMs = g2.readyMs
+      for (const s of cached) {
+        const g = await measureGateway(g2, s.requests)
+        const p = rows.find((r) => r.scenario === s.id && r.target === 'physical')!
+        const d = rows.find((r) => r.scenario === s.id && r.target === 'database')
+        rows.push(row(s, 'gateway+cache', g, { sqlPerRequest: g.sqlPerRequest, rssMiB: g.rssMiB, vsPhysical: g.rps / p.rps, vsDatabase: d && g.rps / d.rps }))
+        log(`  ${s.title} (response cache): ${g.rps.toFixed(0)} req/s, p99 ${g.p99} ms`)
+      }
+      peak2 = memoryOf(g2.pid).peakMiB
+    }
+    return { mode, dataset, readyMs: gateway.readyMs, readyCachedMs, peakRssMiB: Math.max(peak1, peak2), rows }
+  } finally {
+    for (const t of targets) await t.stop()
+  }
+}
+
+async function postgresMode(): Promise<ModeResult> {
+  log(`PostgreSQL: database ${settings.database} on ${new URL(settings.adminUrl).host}`)
+  const url = databaseUrl(settings.adminUrl, settings.database)
+  let info: DatasetInfo | undefined = settings.keepDb ? await keptDataset(settings.adminUrl, settings.database) : undefined
+  if (info) log(`  reusing the dataset generated at ${info.anchor}`)
+  else {
+    await createDatabase(settings.adminUrl, settings.database)
+    execFileSync(process.execPath, [path.join(ROOT, 'bin/vaultgate.js'), 'migrate'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'ignore', 'inherit'] })
+    log('  generating the dataset')
+    info = await generateDataset(url, log)
+  }
+  try {
+    const list = scenarios({ vaultIds: info.vaultIds }).filter((s) => !settings.only || s.id.includes(settings.only))
+    return await runMode('postgres', { DATABASE_URL: url }, { DATABASE_URL: url }, list, { ...info.counts, generatedInMs: info.generatedInMs })
+  } finally {
+    if (!settings.keepDb) await dropDatabase(settings.adminUrl, settings.database)
+  }
+}
+
+async function embeddedMode(): Promise<ModeResult> {
+  log('Embedded PGlite with the demo data')
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'vaultgate-bench-'))
+  try {
+    const dataDir = path.join(dir, 'data')
+    // The first start migrates and loads the demo data; the measured starts find both done.
+    const first = await startGateway({ DATA_DIR: dataDir })
+    const vaultIds = ((await (await fetch(`${first.url}/v1/vaults?limit=200`)).json()) as { items: { id: string }[] }).items.map((v) => v.id)
+    await first.stop()
+    // The database limit reads its own copy: PGlite belongs to one process.
+    await cp(dataDir, path.join(dir, 'copy'), { recursive: true })
+    await rm(path.join(dir, 'copy', 'vaultgate.lock'), { force: true, recursive: true })
+    const list = scenarios({ vaultIds }).filter((s) => !settings.only || s.id.includes(settings.only))
+    return await runMode('embedded', { DATA_DIR: dataDir }, { PGLITE_DIR: path.join(dir, 'copy') }, list, { vaults: vaultIds.length })
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+const started = new Date()
+const modes: ModeResult[] = []
+if (settings.modes.includes('postgres')) modes.push(await postgresMode())
+if (settings.modes.includes('embedded')) modes.push(await embeddedMode())
+
+const commit = (() => {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
+  } catch {
+    return undefined
+  }
+})()
+const result = { startedAt: started.toISOString(), tookSeconds: Math.round((Date.now() - started.getTime()) / 1000), commit, machine: machine(), settings: { ...settings, adminUrl: undefined }, modes }
+await mkdir(RESULTS, { recursive: true })
+const file = path.join(RESULTS, `bench-${started.toISOString().replace(/[:.]/g, '-')}.json`)
+await writeFile(file, `${JSON.stringify(result, null, 2)}\n`)
+await writeFile(path.join(RESULTS, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
+process.stdout.write(`\n${formatTable(result)}\n\nResults: ${path.relative(process.cwd(), file)}\n`)
