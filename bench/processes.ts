@@ -42,6 +42,12 @@ function stopper(child: ChildProcess): () => Promise<void> {
     })
 }
 
+/** `BENCH_GATEWAY_ENV="LOG_LEVEL=silent DB_POOL_MAX=20"`: settings for the gateway, to measure a lever. */
+export function extraGatewayEnv(): Record<string, string> {
+  const pairs = (process.env.BENCH_GATEWAY_ENV ?? '').split(/\s+/).filter(Boolean)
+  return Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]))
+}
+
 /**
  * Starts the compiled gateway (`node bin/vaultgate.js start`, as production runs it) and waits
  * until /readyz answers 200. Its log goes to /dev/null, as it would to a collector.
@@ -51,7 +57,7 @@ export async function startGateway(env: Record<string, string>, nodeArgs: string
   const started = performance.now()
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/vaultgate.js'), 'start'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...env, ...extraGatewayEnv() },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
@@ -118,3 +124,16 @@ export async function sqlStatements(url: string): Promise<number> {
   for (const m of text.matchAll(/^vaultgate_sql_statement_duration_seconds_count\{[^}]*\} (\d+(?:\.\d+)?)$/gm)) total += Number(m[1])
   return total
 }
+
+/** CPU time (user + system) a process has used so far, in milliseconds. */
+export function cpuMsOf(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  } catch {
+    return 0
+  }
+}
+const CLOCK_TICKS = 100

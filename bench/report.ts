@@ -10,6 +10,8 @@ export interface Row {
   p99: number
   requests: number
   failures: number
+  /** CPU time of the server process (not the database's) per request, in microseconds. */
+  cpuUsPerRequest: number
   /** Gateway rows only. */
   sqlPerRequest?: number
   rssMiB?: number
@@ -49,7 +51,7 @@ export function formatTable(result: { machine: ReturnType<typeof machine>; setti
     out.push('', `${mode.mode === 'postgres' ? 'PostgreSQL, generated dataset' : 'Embedded PGlite, demo data'}: ready in ${mode.readyMs.toFixed(0)} ms, peak gateway RSS ${mode.peakRssMiB.toFixed(0)} MiB`, '')
     out.push(
       table(
-        ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'of physical', 'of database', 'SQL/req', 'RSS MiB'],
+        ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'of physical', 'of database', 'CPU µs/req', 'SQL/req', 'RSS MiB'],
         mode.rows.map((r) => [
           r.title,
           r.target + (r.failures > 0 ? ` (${r.failures} failed)` : ''),
@@ -58,6 +60,7 @@ export function formatTable(result: { machine: ReturnType<typeof machine>; setti
           String(r.p99),
           pct(r.vsPhysical),
           pct(r.vsDatabase),
+          r.cpuUsPerRequest.toFixed(0),
           r.sqlPerRequest === undefined ? '' : r.sqlPerRequest.toFixed(2),
           r.rssMiB === undefined ? '' : r.rssMiB.toFixed(0),
         ]),

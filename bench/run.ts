@@ -5,7 +5,7 @@ import path from 'node:path'
 import { isDeepStrictEqual, parseArgs } from 'node:util'
 import { createDatabase, databaseUrl, dropDatabase, generateDataset, keptDataset, type DatasetInfo } from './dataset.js'
 import { load, type LoadResult } from './load.js'
-import { memoryOf, ROOT, sampleRss, sqlStatements, startBaseline, startGateway, type Gateway, type Target } from './processes.js'
+import { cpuMsOf, memoryOf, ROOT, sampleRss, sqlStatements, startBaseline, startGateway, type Gateway, type Target } from './processes.js'
 import { formatTable, machine, type ModeResult, type Row } from './report.js'
 import { requestKey, scenarios, type BenchRequest, type Scenario } from './scenarios.js'
 
@@ -21,8 +21,10 @@ const { values: flags } = parseArgs({
 })
 const quick = flags.quick!
 const settings = {
-  seconds: Number(process.env.BENCH_DURATION ?? (quick ? 2 : 5)),
+  seconds: Number(process.env.BENCH_DURATION ?? (quick ? 3 : 6)),
   warmupSeconds: quick ? 1 : 2,
+  /** Each target's time is cut into this many alternating slices. */
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
   adminUrl: process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres',
   database: process.env.BENCH_DB_NAME ?? 'vaultgate_bench',
@@ -68,22 +70,54 @@ async function checkDbBaseline(db: Target, list: Scenario[], recorded: Recorded[
   }
 }
 
-async function measure(url: string, requests: BenchRequest[]): Promise<LoadResult> {
-  await load(url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
-  return load(url, requests, { seconds: settings.seconds, connections: settings.connections })
+interface Measured extends LoadResult {
+  /** CPU time of the server process per request, in microseconds. */
+  cpuUsPerRequest: number
+  sqlPerRequest?: number
+  rssMiB?: number
 }
 
-async function measureGateway(gateway: Gateway, requests: BenchRequest[]): Promise<LoadResult & { sqlPerRequest: number; rssMiB: number }> {
-  await load(gateway.url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
-  const before = await sqlStatements(gateway.url)
-  const stopSampling = sampleRss(gateway.pid)
-  const result = await load(gateway.url, requests, { seconds: settings.seconds, connections: settings.connections })
-  const rssMiB = stopSampling()
-  const after = await sqlStatements(gateway.url)
-  return { ...result, sqlPerRequest: (after - before) / Math.max(1, result.requests), rssMiB }
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+/**
+ * Measures the targets of one scenario in alternating slices (physical, database, gateway,
+ * physical, …) so that a neighbour's burst of CPU use on this shared machine lands on all of them
+ * alike. Throughput is the total over the slices; p50/p99 are the medians of the slices'.
+ */
+async function measureScenario(targets: { target: Target; gateway?: boolean }[], requests: BenchRequest[]): Promise<Measured[]> {
+  for (const t of targets) await load(t.target.url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
+  const slices = targets.map(() => [] as (LoadResult & { seconds: number; cpuMs: number; sql: number; rss: number })[])
+  const sliceSeconds = settings.seconds / settings.rounds
+  for (let round = 0; round < settings.rounds; round++) {
+    for (const [i, t] of targets.entries()) {
+      const sqlBefore = t.gateway ? await sqlStatements(t.target.url) : 0
+      const cpuBefore = cpuMsOf(t.target.pid)
+      const stopSampling = sampleRss(t.target.pid)
+      const started = performance.now()
+      const r = await load(t.target.url, requests, { seconds: sliceSeconds, connections: settings.connections })
+      const seconds = (performance.now() - started) / 1000
+      const cpuMs = cpuMsOf(t.target.pid) - cpuBefore
+      const rss = stopSampling()
+      const sql = t.gateway ? (await sqlStatements(t.target.url)) - sqlBefore : 0
+      slices[i]!.push({ ...r, seconds, cpuMs, sql, rss })
+    }
+  }
+  return targets.map((t, i) => {
+    const s = slices[i]!
+    const requestsTotal = s.reduce((a, x) => a + x.requests, 0)
+    return {
+      requests: requestsTotal,
+      rps: s.reduce((a, x) => a + x.rps * sliceSeconds, 0) / (sliceSeconds * s.length),
+      p50: median(s.map((x) => x.p50)),
+      p99: median(s.map((x) => x.p99)),
+      failures: s.reduce((a, x) => a + x.failures, 0),
+      cpuUsPerRequest: (s.reduce((a, x) => a + x.cpuMs, 0) * 1000) / Math.max(1, requestsTotal),
+      ...(t.gateway ? { sqlPerRequest: s.reduce((a, x) => a + x.sql, 0) / Math.max(1, requestsTotal), rssMiB: Math.max(...s.map((x) => x.rss)) } : {}),
+    }
+  })
 }
 
-const row = (scenario: Scenario, target: Row['target'], r: LoadResult, extra: Partial<Row> = {}): Row => ({
+const row = (scenario: Scenario, target: Row['target'], r: Measured, extra: Partial<Row> = {}): Row => ({
   scenario: scenario.id,
   title: scenario.title,
   target,
@@ -92,6 +126,8 @@ const row = (scenario: Scenario, target: Row['target'], r: LoadResult, extra: Pa
   p99: r.p99,
   requests: r.requests,
   failures: r.failures,
+  cpuUsPerRequest: r.cpuUsPerRequest,
+  ...(r.sqlPerRequest === undefined ? {} : { sqlPerRequest: r.sqlPerRequest, rssMiB: r.rssMiB }),
   ...extra,
 })
 
@@ -121,13 +157,11 @@ async function runMode(
 
     for (const s of list) {
       log(`  ${s.title}`)
-      const p = await measure(physical.url, s.requests)
-      rows.push(row(s, 'physical', p))
-      const d = s.noDbBaseline ? undefined : await measure(db.url, s.requests)
+      const [p, g, d] = await measureScenario([{ target: physical }, { target: gateway, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])], s.requests)
+      rows.push(row(s, 'physical', p!))
       if (d) rows.push(row(s, 'database', d))
-      const g = await measureGateway(gateway, s.requests)
-      rows.push(row(s, 'gateway', g, { sqlPerRequest: g.sqlPerRequest, rssMiB: g.rssMiB, vsPhysical: g.rps / p.rps, vsDatabase: d && g.rps / d.rps }))
-      log(`    physical ${p.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g.rps.toFixed(0)} (p99 ${g.p99} ms, ${g.sqlPerRequest.toFixed(2)} SQL/req)`)
+      rows.push(row(s, 'gateway', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
+      log(`    physical ${p!.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g!.rps.toFixed(0)} (p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${g!.sqlPerRequest!.toFixed(2)} SQL/req)`)
     }
     const peak1 = memoryOf(gateway.pid).peakMiB
     await gateway.stop()
@@ -141,11 +175,10 @@ async function runMode(
       targets.push(g2)
       readyCachedMs = g2.readyMs
       for (const s of cached) {
-        const g = await measureGateway(g2, s.requests)
-        const p = rows.find((r) => r.scenario === s.id && r.target === 'physical')!
-        const d = rows.find((r) => r.scenario === s.id && r.target === 'database')
-        rows.push(row(s, 'gateway+cache', g, { sqlPerRequest: g.sqlPerRequest, rssMiB: g.rssMiB, vsPhysical: g.rps / p.rps, vsDatabase: d && g.rps / d.rps }))
-        log(`  ${s.title} (response cache): ${g.rps.toFixed(0)} req/s, p99 ${g.p99} ms`)
+        // The baselines again, in the same slices: the load on this machine has moved since phase 1.
+        const [p, g, d] = await measureScenario([{ target: physical }, { target: g2, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])], s.requests)
+        rows.push(row(s, 'gateway+cache', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
+        log(`  ${s.title} (response cache): ${g!.rps.toFixed(0)} req/s (physical ${p!.rps.toFixed(0)}), p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req`)
       }
       peak2 = memoryOf(g2.pid).peakMiB
     }

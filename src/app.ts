@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
+import { watchDataChanges } from './data-changes.js'
 import type { Database } from './db.js'
 import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { cachedGraphql, ResponseCache } from './http/response-cache.js'
 import { logger } from './log.js'
 import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
@@ -66,8 +67,10 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
-  /** Detaches the app's process-wide observers (the database is closed by its owner). */
-  close(): void
+  /** Public vault reads kept in memory (see src/http/response-cache.ts). */
+  responseCache: ResponseCache
+  /** Detaches the app's process-wide observers and its change feed (the database is closed by its owner). */
+  close(): Promise<void>
 }
 
 /** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
@@ -79,7 +82,8 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
-    renderGraphiQL,
+    // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
+    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
     logging: false,
     plugins: [useValidationErrorCodes(), useOperationMetrics()],
@@ -103,14 +107,29 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
+  // Off until the change feed listens: an import elsewhere must never leave stale answers here.
+  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes)
+  responseCache.setLive(false)
+  const stopWatching =
+    config.responseCache.ttlMs > 0 ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) }) : async () => {}
+
+  app.post('/graphql', cachedGraphql(responseCache, schema, (request) => Promise.resolve(yoga.fetch(request, {}))))
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config))
+  app.route('/admin', adminRoutes(config, { onDataChanged: () => responseCache.clear() }))
   const v1 = new Hono<AppEnv>()
-  mountRoutes(v1, yoga, restRoutes)
+  mountRoutes(v1, yoga, restRoutes, responseCache)
   app.route('/v1', v1)
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))
 
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, close: stopSqlObservation }
+  return {
+    fetch: (request) => Promise.resolve(app.fetch(request)),
+    yoga,
+    responseCache,
+    close: async () => {
+      stopSqlObservation()
+      await stopWatching()
+    },
+  }
 }

@@ -85,6 +85,8 @@ const env = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   SLOW_QUERY_MS: int(200, 0, 3_600_000),
+  RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
+  RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
 })
 
 export interface Config {
@@ -105,6 +107,8 @@ export interface Config {
   shutdownTimeoutMs: number
   /** SQL statements slower than this are logged (warn). */
   slowQueryMs: number
+  /** Public vault reads kept in memory; `ttlMs` 0 turns the cache off. */
+  responseCache: { ttlMs: number; maxBytes: number }
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -139,5 +143,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     slowQueryMs: e.SLOW_QUERY_MS,
+    responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
   }
 }

@@ -92,7 +92,7 @@ export async function startGateway(config: Config): Promise<RunningGateway> {
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
         await done
         clearTimeout(timer)
-        app.close()
+        await app.close()
         await db.close()
         await lock?.release()
       })())

@@ -4,6 +4,7 @@ import { Hono, type Context as HonoContext } from 'hono'
 import type { Yoga } from '../app.js'
 import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
 import type { AppEnv } from '../http/env.js'
+import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 
 /**
  * One REST route of the shim: a fixed GraphQL document run through Yoga's own pipeline (same
@@ -80,9 +81,24 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   })
 }
 
-export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[]) {
+/** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
+function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
+  c.header('Content-Type', r.contentType)
+  c.header('ETag', r.etag!)
+  c.header('Cache-Control', r.cacheControl!)
+  if (etagMatches(c.req.header('if-none-match'), r.etag!)) return c.body(null, 304)
+  return c.body(r.body, 200)
+}
+
+/** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
   for (const route of routes) {
+    const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
     app.on(route.method, route.path, async (c) => {
+      const key = shared?.enabled ? `GET ${pathAndQuery(c.req.url)}` : undefined
+      const hit = key === undefined ? undefined : shared!.get(key)
+      if (hit) return publicAnswer(c, hit)
+      const ticket = shared?.ticket() ?? 0
       const input = await routeInput(c)
       if (input.repeated.length > 0) throw new AppError('bad_request', `Query parameter ${input.repeated[0]} is given more than once.`)
       const variables = route.variables(input)
@@ -95,11 +111,9 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[]) 
         c.header('Cache-Control', 'no-store')
         return c.body(body, 200)
       }
-      const etag = etagOf(body)
-      c.header('ETag', etag)
-      c.header('Cache-Control', `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`)
-      if (etagMatches(c.req.header('if-none-match'), etag)) return c.body(null, 304)
-      return c.body(body, 200)
+      const answer = { body, contentType: 'application/json; charset=utf-8', etag: etagOf(body), cacheControl: `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}` }
+      if (key !== undefined) shared!.set(key, answer, ticket)
+      return publicAnswer(c, answer)
     })
   }
 }

@@ -16,7 +16,9 @@ export interface TestApp {
 /** `clock`: the `now` of every request (default: the real time). */
 export async function createTestApp(env: Record<string, string> = {}, { clock }: { clock?: () => Date } = {}): Promise<TestApp> {
   const db = await testDatabase()
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
+  // The response cache is off unless a test turns it on (RESPONSE_CACHE_TTL_MS): statement counts
+  // and fresh reads after direct imports are asserted everywhere else.
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RESPONSE_CACHE_TTL_MS: '0', ...env })
   const app = createApp({ config, db, clock })
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
   return {
@@ -33,7 +35,7 @@ export async function createTestApp(env: Record<string, string> = {}, { clock }:
       return { status: res.status, body: await res.json() }
     },
     close: async () => {
-      app.close()
+      await app.close()
       await db.close()
     },
   }
