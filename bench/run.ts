@@ -80,17 +80,34 @@ interface Measured extends LoadResult {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /**
+ * SQL statements per request, from the gateway's /metrics: counted over sequential requests once
+ * the load has drained (under load, requests still in flight when a slice ends would be counted
+ * without their responses).
+ */
+async function statementsPerRequest(url: string, requests: BenchRequest[]): Promise<number> {
+  let before = await sqlStatements(url)
+  for (let settled = false; !settled; ) {
+    await new Promise((r) => setTimeout(r, 300))
+    const now = await sqlStatements(url)
+    settled = now === before
+    before = now
+  }
+  const sample = requests.slice(0, 20)
+  for (const r of sample) await (await fetch(url + r.path, { method: r.method, body: r.body, headers: r.headers })).arrayBuffer()
+  return ((await sqlStatements(url)) - before) / sample.length
+}
+
+/**
  * Measures the targets of one scenario in alternating slices (physical, database, gateway,
  * physical, …) so that a neighbour's burst of CPU use on this shared machine lands on all of them
  * alike. Throughput is the total over the slices; p50/p99 are the medians of the slices'.
  */
 async function measureScenario(targets: { target: Target; gateway?: boolean }[], requests: BenchRequest[]): Promise<Measured[]> {
   for (const t of targets) await load(t.target.url, requests, { seconds: settings.warmupSeconds, connections: settings.connections })
-  const slices = targets.map(() => [] as (LoadResult & { seconds: number; cpuMs: number; sql: number; rss: number })[])
+  const slices = targets.map(() => [] as (LoadResult & { seconds: number; cpuMs: number; rss: number })[])
   const sliceSeconds = settings.seconds / settings.rounds
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, t] of targets.entries()) {
-      const sqlBefore = t.gateway ? await sqlStatements(t.target.url) : 0
       const cpuBefore = cpuMsOf(t.target.pid)
       const stopSampling = sampleRss(t.target.pid)
       const started = performance.now()
@@ -98,10 +115,11 @@ async function measureScenario(targets: { target: Target; gateway?: boolean }[],
       const seconds = (performance.now() - started) / 1000
       const cpuMs = cpuMsOf(t.target.pid) - cpuBefore
       const rss = stopSampling()
-      const sql = t.gateway ? (await sqlStatements(t.target.url)) - sqlBefore : 0
-      slices[i]!.push({ ...r, seconds, cpuMs, sql, rss })
+      slices[i]!.push({ ...r, seconds, cpuMs, rss })
     }
   }
+  const gateway = targets.find((t) => t.gateway)
+  const sqlPerRequest = gateway ? await statementsPerRequest(gateway.target.url, requests) : undefined
   return targets.map((t, i) => {
     const s = slices[i]!
     const requestsTotal = s.reduce((a, x) => a + x.requests, 0)
@@ -112,7 +130,7 @@ async function measureScenario(targets: { target: Target; gateway?: boolean }[],
       p99: median(s.map((x) => x.p99)),
       failures: s.reduce((a, x) => a + x.failures, 0),
       cpuUsPerRequest: (s.reduce((a, x) => a + x.cpuMs, 0) * 1000) / Math.max(1, requestsTotal),
-      ...(t.gateway ? { sqlPerRequest: s.reduce((a, x) => a + x.sql, 0) / Math.max(1, requestsTotal), rssMiB: Math.max(...s.map((x) => x.rss)) } : {}),
+      ...(t.gateway ? { sqlPerRequest, rssMiB: Math.max(...s.map((x) => x.rss)) } : {}),
     }
   })
 }

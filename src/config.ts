@@ -85,6 +85,7 @@ const env = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   SLOW_QUERY_MS: int(200, 0, 3_600_000),
+  DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
 })
@@ -103,7 +104,8 @@ export interface Config {
   allowlist: string[]
   redisUrl: string | undefined
   logLevel: string
-  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number }
+  /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
+  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number; preparedStatements?: boolean }
   shutdownTimeoutMs: number
   /** SQL statements slower than this are logged (warn). */
   slowQueryMs: number
@@ -140,6 +142,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
       idleTimeoutMs: e.DB_IDLE_TIMEOUT_MS,
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+      preparedStatements: e.DB_PREPARED_STATEMENTS ?? true,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     slowQueryMs: e.SLOW_QUERY_MS,
