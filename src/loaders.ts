@@ -1,7 +1,14 @@
 // Per-request DataLoaders for per-vault / per-address aggregates that Prisma's own batching
 // (findUnique batching, relation loading) does not reach. Created fresh for every request.
-export type Loaders = Record<string, never>
+import { createPositionLoader } from './queries/positions.js'
+
+export interface Loaders {
+  /** `user(address).position(vaultId)`: every position of one operation in one statement. */
+  position: ReturnType<typeof createPositionLoader>
+}
 
 export function createLoaders(): Loaders {
-  return {}
+  return {
+    position: createPositionLoader(),
+  }
 }
