@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto'
 import { GraphQLError } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
+import { resolveViewer } from './auth/viewer.js'
+import { createSessionAuth } from './auth/session.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
 import type { Database } from './db.js'
@@ -9,6 +12,8 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { internalRoutes } from './http/internal.js'
+import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
@@ -62,13 +67,23 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
+  /** The API key verifier behind /internal/v1/apiKey/verify. */
+  verifier: ApiKeyVerifier
+  /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
+  ready: Promise<void>
+  /** Stops background work (not the database: its owner closes it). */
+  close(): Promise<void>
 }
 
-export function createApp({ config, db }: { config: Config; db: Database }): App {
+/** `clock`: injectable time for key expiry and cache age (tests). */
+export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
+  const session = createSessionAuth(config.auth, clock)
+  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request }),
+    context: ({ request }) => createContext({ request, clock, authenticate: (r) => resolveViewer(r, session) }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     landingPage: false,
@@ -90,7 +105,8 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config))
+  app.route('/admin', adminRoutes(config, { clock }))
+  app.route('/internal', internalRoutes(config, verifier))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
@@ -98,5 +114,5 @@ export function createApp({ config, db }: { config: Config; db: Database }): App
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))
 
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga }
+  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, verifier, ready: verifier.ready, close: () => verifier.close() }
 }

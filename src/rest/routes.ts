@@ -1,7 +1,8 @@
+import { apiKeyRoutes } from './api-key-routes.js'
 import type { RestRoute } from './shim.js'
 
 /**
  * The REST shim's route table: every documented `/v1` path, each a fixed GraphQL document
  * plus the mapping of its parameters and result. Route modules per domain export their rows.
  */
-export const restRoutes: RestRoute[] = []
+export const restRoutes: RestRoute[] = [...apiKeyRoutes]
