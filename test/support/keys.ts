@@ -26,12 +26,12 @@ export interface KeysTestApp extends TestApp {
   session(wallets: string[], extra?: Record<string, string>): Promise<Record<string, string>>
   /** POST /v1/apiKey as the wallet; returns status and parsed body. */
   create(wallet: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>
-  get(wallet: string): Promise<{ status: number; body: any }>
-  revoke(wallet: string): Promise<{ status: number; body: any }>
+  get(wallet: string): Promise<{ status: number; body: any; headers: Headers }>
+  revoke(wallet: string): Promise<{ status: number; body: any; headers: Headers }>
   /** POST /internal/v1/apiKey/verify. */
-  verify(apiKey: string): Promise<{ status: number; body: any }>
+  verify(apiKey: string): Promise<{ status: number; body: any; headers: Headers }>
   /** DELETE /admin/allowlist/{address}. */
-  unlist(wallet: string): Promise<{ status: number; body: any }>
+  unlist(wallet: string): Promise<{ status: number; body: any; headers: Headers }>
 }
 
 /** An app whose wallet sessions are signed by a key the test made (AUTH_JWKS_FILE), with admin and internal tokens set. */
