@@ -5,11 +5,14 @@ import { exportSPKI, importJWK, SignJWT } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../src/app.js'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { createLogger, setLogger } from '../src/log.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { jwksOf, rawJwt, signSession, startJwksServer, testKey, type JwksServer, type TestKey } from './support/jwt.js'
 
 // Spec §5 and §7: who may manage keys. Every refusal is checked as a whole response body.
+
+setLogger(createLogger('silent'))
 
 const W1 = '0x1111111111111111111111111111111111111111'
 const W2 = '0x2222222222222222222222222222222222222222'
@@ -127,18 +130,19 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
       expect(await getKey(t, bearer(token, { 'x-service-wallet': W2.replace('0x', '0X') }))).toMatchObject({ status: 400 })
     })
 
-    it('gives GraphQL the same codes in extensions.code', async () => {
+    it('gives GraphQL the same codes in extensions.code, and the same HTTP statuses', async () => {
       const q = '{ apiKey { id } }'
-      const cases: [Record<string, string>, string][] = [
-        [{}, 'unauthorized'],
-        [bearer(await session({ wallets: [W3] })), 'not_whitelisted'],
-        [bearer(await session({ wallets: [W1, W2] })), 'wallet_required'],
-        [bearer(await session({ wallets: [] })), 'wallet_required'],
-        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }), 'wallet_not_connected'],
-        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': 'nope' }), 'bad_request'],
+      const cases: [Record<string, string>, string, number][] = [
+        [{}, 'unauthorized', 401],
+        [bearer(await session({ wallets: [W3] })), 'not_whitelisted', 403],
+        [bearer(await session({ wallets: [W1, W2] })), 'wallet_required', 400],
+        [bearer(await session({ wallets: [] })), 'wallet_required', 403],
+        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }), 'wallet_not_connected', 403],
+        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': 'nope' }), 'bad_request', 400],
       ]
-      for (const [headers, code] of cases) {
+      for (const [headers, code, status] of cases) {
         const r = await t.graphql(q, {}, headers)
+        expect(r.status).toBe(status)
         expect(r.body.data).toEqual({ apiKey: null })
         expect(r.body.errors).toHaveLength(1)
         expect(r.body.errors[0].extensions.code).toBe(code)

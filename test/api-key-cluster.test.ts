@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApiKeyVerifier } from '../src/keys/verifier.js'
+import { connectApiKeyVerifier, createApiKeyVerifier } from '../src/keys/verifier.js'
 import { createLogger, setLogger } from '../src/log.js'
 import { freshStorage, testBackend } from './support/db.js'
 import { jwksOf, signSession, testKey, type TestKey } from './support/jwt.js'
@@ -48,6 +48,20 @@ describe.runIf(testBackend === 'postgres')('key changes pushed between verifiers
       expect(await within(1000, async () => (await other.verify(key.apiKey)).reason === 'revoked')).toBe(true)
     } finally {
       await other.close()
+    }
+  })
+
+  it('works as a library in another service, with its own connections (connectApiKeyVerifier)', async () => {
+    const exchange = connectApiKeyVerifier({ databaseUrl: t.db.pool!.options.connectionString!, clock: time.clock })
+    try {
+      await exchange.ready
+      const key = (await t.create(W)).body.data
+      expect(await exchange.verify(key.apiKey)).toEqual({ active: true, wallet: W, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null })
+      expect(await exchange.verify(key.apiKey.slice(0, -1) + (key.apiKey.endsWith('z') ? 'y' : 'z'))).toMatchObject({ active: false, reason: 'unknown' })
+      await t.revoke(W)
+      expect(await within(1000, async () => (await exchange.verify(key.apiKey)).reason === 'revoked')).toBe(true)
+    } finally {
+      await exchange.close()
     }
   })
 

@@ -152,7 +152,7 @@ describe(`the verifier as a library (${testBackend})`, () => {
       const { statements } = await recordSql(() => Promise.all([verifier.verify(key.apiKey), verifier.verify(key.apiKey), verifier.verify(key.apiKey)]))
       expect(statements).toHaveLength(1)
 
-      const broken = createApiKeyVerifier({ prisma: { $queryRaw: (() => Promise.reject(new Error('connection refused'))) as never }, clock: time.clock })
+      const broken = createApiKeyVerifier({ lookup: () => Promise.reject(new Error('connection refused')), clock: time.clock })
       await expect(broken.verify(key.apiKey)).rejects.toBeInstanceOf(VerifierUnavailableError)
       await broken.close()
     } finally {

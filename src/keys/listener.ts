@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { logger } from '../log.js'
-import { KEY_CHANNEL } from './changes.js'
+import { KEY_CHANNEL, parseKeyNotification, PROCESS_ORIGIN } from './changes.js'
 
 export interface KeyChangeListener {
   /** Resolves after the first attempt to LISTEN, successful or not. */
@@ -20,6 +20,8 @@ const MAX_RETRY_MS = 15_000
 export function listenForKeyChanges(
   connection: pg.ClientConfig,
   handlers: { onWallet(wallet: string): void; onReset(): void },
+  /** Skip notifications sent by this process (its verifiers learn of its commits directly). */
+  skipOwn = false,
 ): KeyChangeListener {
   let client: pg.Client | undefined
   let closed = false
@@ -56,7 +58,9 @@ export function listenForKeyChanges(
     c.on('error', (err) => lost(c, err))
     c.on('end', () => lost(c))
     c.on('notification', (msg) => {
-      if (msg.channel === KEY_CHANNEL && msg.payload) handlers.onWallet(msg.payload)
+      if (msg.channel !== KEY_CHANNEL || !msg.payload) return
+      const { wallet, origin } = parseKeyNotification(msg.payload)
+      if (!(skipOwn && origin === PROCESS_ORIGIN)) handlers.onWallet(wallet)
     })
     try {
       await c.connect()

@@ -1,6 +1,5 @@
 import pg from 'pg'
 import { systemClock, type Clock } from '../clock.js'
-import { prisma as defaultPrisma } from '../db.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { onWalletKeysChanged } from './changes.js'
 import { digestOf, looksLikeRawKey } from './format.js'
@@ -40,8 +39,10 @@ interface Entry {
 }
 
 export interface ApiKeyVerifierOptions {
-  /** Defaults to the gateway's client (src/db.ts), read at call time. */
-  prisma?: Pick<PrismaClient, '$queryRaw'>
+  /** The gateway's Prisma client (one of `prisma` and `lookup` is required). */
+  prisma?: Pick<PrismaClient, '$queryRawUnsafe'>
+  /** Instead of `prisma`: how to read one key's state (e.g. through a pg pool). */
+  lookup?: Lookup
   clock?: Clock
   /** How long key state may be served from memory; at most 30 s (spec §8). */
   cacheTtlMs?: number
@@ -89,13 +90,29 @@ export function judge(s: KeyState | null, now: number): VerifyResult {
   return { active: true, wallet: s.wallet, keyId: s.id, expiresAtMs: s.expiresAtMs, reason: null }
 }
 
-interface Row {
+/** One row of KEY_STATE_SQL. */
+export interface KeyStateRow {
   id: string
   wallet: string
   expires_at: Date
   revoked_at: Date | null
   revoke_reason: string | null
   allowlisted: boolean
+}
+type Row = KeyStateRow
+
+/** Reads the state of the key with a digest: zero or one row. */
+export type Lookup = (digest: string) => Promise<KeyStateRow[]>
+
+const KEY_STATE_SQL = `
+  SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, k.revoke_reason::text AS revoke_reason,
+         (a.address IS NOT NULL) AS allowlisted
+  FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet
+  WHERE k.digest = $1`
+
+function prismaLookup(client: Pick<PrismaClient, '$queryRawUnsafe'>): Lookup {
+  // The SQL is a constant; the digest travels as a bind parameter.
+  return (digest) => client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
 }
 
 /**
@@ -105,7 +122,7 @@ interface Row {
  * the fallback while that connection is down. When the state must be read and the database cannot
  * be reached, `verify` throws VerifierUnavailableError (fail closed).
  */
-export function createApiKeyVerifier(options: ApiKeyVerifierOptions = {}): ApiKeyVerifier {
+export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVerifier {
   const clock = options.clock ?? systemClock
   const ttl = Math.min(options.cacheTtlMs ?? MAX_CACHE_TTL_MS, MAX_CACHE_TTL_MS)
   const maxEntries = options.maxEntries ?? 10_000
@@ -127,17 +144,15 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions = {}): ApiKe
     cache.clear()
   }
 
+  if (!options.lookup && !options.prisma) throw new TypeError('createApiKeyVerifier needs `prisma` or `lookup`')
+  const lookup: Lookup = options.lookup ?? prismaLookup(options.prisma!)
+
   async function load(digest: string): Promise<Entry> {
     const startedEpoch = epoch
     const loadedAt = clock()
-    const db = options.prisma ?? defaultPrisma
     let rows: Row[]
     try {
-      rows = await db.$queryRaw<Row[]>`
-        SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, k.revoke_reason::text AS revoke_reason,
-               (a.address IS NOT NULL) AS allowlisted
-        FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet
-        WHERE k.digest = ${digest}`
+      rows = await lookup(digest)
     } catch (e) {
       throw new VerifierUnavailableError('API key state cannot be read: the database is unavailable.', { cause: e })
     }
@@ -176,10 +191,11 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions = {}): ApiKe
     return pending
   }
 
-  const unsubscribe = options.localInvalidation === false ? () => {} : onWalletKeysChanged(invalidateWallet)
+  const local = options.localInvalidation !== false
+  const unsubscribe = local ? onWalletKeysChanged(invalidateWallet) : () => {}
   let listener: KeyChangeListener | undefined
   if (options.listen) {
-    listener = listenForKeyChanges(options.listen, { onWallet: invalidateWallet, onReset: clear })
+    listener = listenForKeyChanges(options.listen, { onWallet: invalidateWallet, onReset: clear }, local)
   }
 
   return {
@@ -199,3 +215,26 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions = {}): ApiKe
   }
 }
 
+
+/**
+ * For a service outside the gateway, such as the order exchange: a verifier with its own small
+ * pool and LISTEN connection to the gateway's PostgreSQL database (read-only use: one SELECT).
+ */
+export function connectApiKeyVerifier(options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>): ApiKeyVerifier {
+  const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
+  const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
+  pool.on('error', () => {})
+  const verifier = createApiKeyVerifier({
+    ...options,
+    lookup: async (digest) => (await pool.query<KeyStateRow>(KEY_STATE_SQL, [digest])).rows,
+    listen: connection,
+  })
+  return {
+    ...verifier,
+    ready: verifier.ready,
+    async close() {
+      await verifier.close()
+      await pool.end()
+    },
+  }
+}
