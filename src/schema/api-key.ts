@@ -11,7 +11,7 @@ function recordFields<T extends ApiKeyRecord>(t: PothosSchemaTypes.ObjectFieldBu
   return {
     id: t.field({ type: 'ID', description: 'UUID of the key.', resolve: (k) => k.id }),
     keyPrefix: t.field({ type: 'String', description: 'The first part of the raw key, before its last "_".', resolve: (k) => k.keyPrefix }),
-    createdAtMs: t.field({ type: 'UnixMs', resolve: (k) => k.createdAt }),
+    createdAtMs: t.field({ type: 'UnixMs', description: 'Creation time.', resolve: (k) => k.createdAt }),
     expiresAtMs: t.field({ type: 'UnixMs', description: '30 days after creation.', resolve: (k) => k.expiresAt }),
     revokedAtMs: t.field({ type: 'UnixMs', nullable: true, description: 'Null while the key is not revoked.', resolve: (k) => k.revokedAt }),
   }
