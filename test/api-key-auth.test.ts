@@ -284,6 +284,20 @@ describe(`wallet-session keys from AUTH_JWKS_FILE (${testBackend})`, () => {
     expect((await getKey(t, bearer(token))).body).toEqual(ok(null))
   })
 
+  it('requires every scope of AUTH_REQUIRED_SCOPE in the scope claim (Dynamic: user:basic)', async () => {
+    const scoped = createApp({ config: loadConfig({ LOG_LEVEL: 'silent', AUTH_JWKS_FILE: file, AUTH_REQUIRED_SCOPE: 'user:basic' }), db: t.db })
+    try {
+      const status = async (claims: Record<string, unknown>) =>
+        (await scoped.fetch(new Request('http://t/v1/apiKey', { headers: bearer(await signSession(rs, { wallets: [W1], ...claims })) }))).status
+      expect(await status({ scope: 'user:basic wallet:read' })).toBe(200)
+      expect(await status({ scope: ['user:basic'] })).toBe(200)
+      expect(await status({ scope: 'requiresAdditionalAuth' })).toBe(401)
+      expect(await status({})).toBe(401)
+    } finally {
+      await scoped.close()
+    }
+  })
+
   it('refuses to start with an unreadable or invalid file', async () => {
     const db = t.db
     const bad = path.join(dir, 'bad.json')

@@ -76,6 +76,13 @@ function fileKeys(file: string): JWTVerifyGetKey {
   }
 }
 
+/** `scope` as OAuth writes it (space-separated) or as an array; every required scope must be present. */
+export function hasScopes(scope: unknown, required: string[]): boolean {
+  if (required.length === 0) return true
+  const held = typeof scope === 'string' ? scope.split(' ') : Array.isArray(scope) ? scope : []
+  return required.every((s) => held.includes(s))
+}
+
 export interface SessionAuth {
   /** The verified claims of a bearer token; AppError `unauthorized` (401) or `unavailable` (503) otherwise. */
   verify(token: string): Promise<JWTPayload>
@@ -105,6 +112,7 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
           clockTolerance: CLOCK_TOLERANCE_S,
           currentDate: new Date(clock()),
         })
+        if (!hasScopes(payload.scope, auth.requiredScopes)) throw new errors.JWTClaimValidationFailed('missing scope', payload, 'scope', 'check_failed')
         return payload
       } catch (e) {
         if (e instanceof JwksFetchError) {
