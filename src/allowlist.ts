@@ -41,7 +41,7 @@ export async function removeFromAllowlist(address: string, clock: Clock, actor: 
   const result = await inWalletTransaction(address, async (tx) => {
     const { count } = await tx.allowlistEntry.deleteMany({ where: { address } })
     // Also when the entry was already gone: a key of a wallet off the allowlist must not stay unrevoked.
-    const revoked = await revokeCurrentKey(tx, address, new Date(clock()), 'allowlist_removed', actor)
+    const revoked = await revokeCurrentKey(tx, address, clock(), 'allowlist_removed', actor)
     return { removed: count > 0, revokedKeyId: revoked?.id ?? null }
   })
   if (result.revokedKeyId) walletKeysChanged(address)

@@ -75,7 +75,7 @@ export interface App {
   close(): Promise<void>
 }
 
-/** `clock`: injectable time for key expiry and cache age (tests). */
+/** `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens. */
 export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
   const session = createSessionAuth(config.auth, clock)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
@@ -83,7 +83,7 @@ export function createApp({ config, db, clock = systemClock }: { config: Config;
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, clock, authenticate: (r) => resolveViewer(r, session) }),
+    context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     landingPage: false,

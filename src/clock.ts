@@ -1,4 +1,4 @@
-/** Milliseconds since the Unix epoch. Injectable so tests can move time (key expiry, cache age). */
-export type Clock = () => number
+/** The current time. Injectable so tests can move it (key expiry, key-cache age, session-token checks). */
+export type Clock = () => Date
 
-export const systemClock: Clock = () => Date.now()
+export const systemClock: Clock = () => new Date()

@@ -23,11 +23,13 @@ const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key mana
 export function createContext({
   request,
   requestId,
+  now,
   clock = systemClock,
   authenticate = notConfigured,
 }: {
   request: Request
   requestId?: string
+  now?: Date
   clock?: Clock
   authenticate?: (request: Request) => Promise<Viewer>
 }): Context {
@@ -40,7 +42,7 @@ export function createContext({
       loaders ??= createLoaders()
       return loaders
     },
-    now: new Date(clock()),
+    now: now ?? clock(),
     clock,
     viewer: () => (viewer ??= authenticate(request)),
   }

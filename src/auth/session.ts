@@ -110,7 +110,7 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
           issuer: auth.issuer,
           audience: auth.audience,
           clockTolerance: CLOCK_TOLERANCE_S,
-          currentDate: new Date(clock()),
+          currentDate: clock(),
         })
         if (!hasScopes(payload.scope, auth.requiredScopes)) throw new errors.JWTClaimValidationFailed('missing scope', payload, 'scope', 'check_failed')
         return payload

@@ -53,7 +53,7 @@ export async function createApiKey(wallet: string, keyPrefix: string, clock: Clo
   const { record, revoked } = await inWalletTransaction(wallet, async (tx) => {
     // Checked again under the lock: an allowlist removal that commits first wins.
     if (!(await tx.allowlistEntry.findUnique({ where: { address: wallet }, select: { address: true } }))) throw notWhitelisted()
-    const now = new Date(clock())
+    const now = clock()
     const revoked = await revokeCurrentKey(tx, wallet, now, 'replaced', actor)
     const record = await tx.apiKey.create({
       data: { id: randomUUID(), wallet, keyPrefix, digest, createdAt: now, expiresAt: new Date(now.getTime() + KEY_LIFETIME_MS) },
@@ -67,13 +67,13 @@ export async function createApiKey(wallet: string, keyPrefix: string, clock: Clo
 }
 
 /** The wallet's active key (unrevoked and unexpired at `now`), or null. */
-export function activeApiKey(wallet: string, now: number): Promise<ApiKeyRecord | null> {
-  return prisma.apiKey.findFirst({ where: { wallet, revokedAt: null, expiresAt: { gt: new Date(now) } }, select: recordFields })
+export function activeApiKey(wallet: string, now: Date): Promise<ApiKeyRecord | null> {
+  return prisma.apiKey.findFirst({ where: { wallet, revokedAt: null, expiresAt: { gt: now } }, select: recordFields })
 }
 
 /** Revokes the wallet's active key; false when it had none (an expired key is closed as `expired`, and still false). */
 export async function revokeApiKey(wallet: string, clock: Clock, actor: Actor = wallet): Promise<boolean> {
-  const revoked = await inWalletTransaction(wallet, (tx) => revokeCurrentKey(tx, wallet, new Date(clock()), 'user', actor))
+  const revoked = await inWalletTransaction(wallet, (tx) => revokeCurrentKey(tx, wallet, clock(), 'user', actor))
   if (revoked) walletKeysChanged(wallet)
   return revoked?.reason === 'user'
 }

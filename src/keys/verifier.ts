@@ -124,6 +124,7 @@ function prismaLookup(client: Pick<PrismaClient, '$queryRawUnsafe'>): Lookup {
  */
 export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVerifier {
   const clock = options.clock ?? systemClock
+  const nowMs = () => clock().getTime()
   const ttl = Math.min(options.cacheTtlMs ?? MAX_CACHE_TTL_MS, MAX_CACHE_TTL_MS)
   const maxEntries = options.maxEntries ?? 10_000
   const cache = new Map<string, Entry>()
@@ -149,7 +150,7 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
 
   async function load(digest: string): Promise<Entry> {
     const startedEpoch = epoch
-    const loadedAt = clock()
+    const loadedAt = nowMs()
     let rows: Row[]
     try {
       rows = await lookup(digest)
@@ -177,7 +178,7 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
   }
 
   function entryFor(digest: string): Promise<Entry> {
-    const now = clock()
+    const now = nowMs()
     const cached = cache.get(digest)
     if (cached && now - cached.loadedAt < ttl && now >= cached.loadedAt) return Promise.resolve(cached)
     let pending = loading.get(digest)
@@ -202,7 +203,7 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
     async verify(rawKey) {
       if (!looksLikeRawKey(rawKey)) return inactive('unknown', null)
       const entry = await entryFor(digestOf(rawKey))
-      return judge(entry.state, clock())
+      return judge(entry.state, nowMs())
     },
     invalidateWallet,
     clear,

@@ -11,7 +11,7 @@ export const INTERNAL_TOKEN = 'internal-token-0123456789'
 /** A settable clock for the app under test. */
 export function manualClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {
   let now = start
-  const clock: Clock = () => now
+  const clock: Clock = () => new Date(now)
   return {
     clock,
     now: () => now,
@@ -42,9 +42,9 @@ export async function createKeysTestApp(options: { clock?: Clock; allowlist?: st
   await writeFile(file, JSON.stringify(jwksOf(signer)))
   const t = await createTestApp({ AUTH_JWKS_FILE: file, ADMIN_TOKEN, INTERNAL_TOKEN, ...options.env }, { clock: options.clock })
   if (options.allowlist?.length) await t.db.prisma.allowlistEntry.createMany({ data: options.allowlist.map((address) => ({ address })) })
-  const clock = options.clock ?? Date.now
+  const clock = options.clock ?? (() => new Date())
   const session = async (wallets: string[], extra: Record<string, string> = {}) => ({
-    authorization: `Bearer ${await signSession(signer, { wallets }, { now: clock() })}`,
+    authorization: `Bearer ${await signSession(signer, { wallets }, { now: clock().getTime() })}`,
     ...extra,
   })
   const json = async (res: Response) => ({ status: res.status, body: await res.json(), headers: res.headers })
