@@ -3,6 +3,9 @@ import { randomUUID } from 'node:crypto'
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
+import { resolveViewer } from './auth/viewer.js'
+import { createSessionAuth } from './auth/session.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
 import { watchDataChanges } from './data-changes.js'
@@ -12,7 +15,9 @@ import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { internalRoutes } from './http/internal.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
+import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
 import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
@@ -67,18 +72,25 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
+  /** The API key verifier behind /internal/v1/apiKey/verify. */
+  verifier: ApiKeyVerifier
   /** Public vault reads kept in memory (see src/http/response-cache.ts). */
   responseCache: ResponseCache
-  /** Detaches the app's process-wide observers and its change feed (the database is closed by its owner). */
+  /** Resolves once background connections (the key-change and data-change LISTENs) are up or have failed once. */
+  ready: Promise<void>
+  /** Stops background work (not the database: its owner closes it). */
   close(): Promise<void>
 }
 
-/** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
-export function createApp({ config, db, clock = () => new Date() }: { config: Config; db: Database; clock?: () => Date }): App {
+/** `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens. */
+export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
+  const session = createSessionAuth(config.auth, clock)
+  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, now: clock() }),
+    context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
@@ -116,12 +128,15 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes)
   responseCache.setLive(false)
-  const stopWatching =
-    config.responseCache.ttlMs > 0 ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) }) : async () => {}
+  const dataFeed =
+    config.responseCache.ttlMs > 0
+      ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
+      : { ready: Promise.resolve(), stop: async () => {} }
 
   app.post('/graphql', cachedGraphql(responseCache, schema, (request) => Promise.resolve(yoga.fetch(request, {}))))
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config, { onDataChanged: () => responseCache.clear() }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
+  app.route('/internal', internalRoutes(config, verifier))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache)
   app.route('/v1', v1)
@@ -132,10 +147,12 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
   return {
     fetch: (request) => Promise.resolve(app.fetch(request)),
     yoga,
+    verifier,
     responseCache,
+    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     close: async () => {
       stopSqlObservation()
-      await stopWatching()
+      await Promise.all([verifier.close(), dataFeed.stop()])
     },
   }
 }

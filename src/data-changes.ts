@@ -25,19 +25,30 @@ const RETRY_MS = { first: 500, max: 30_000 }
  * Listens on the channel until the returned stop function is called. PostgreSQL: a dedicated
  * connection outside the pool, reconnected with backoff. Embedded: PGlite's own listener.
  */
-export function watchDataChanges(db: Pick<Database, 'pglite' | 'pool'>, handlers: DataChangeHandlers): () => Promise<void> {
+export interface DataChangeFeed {
+  /** Resolves once the first attempt to listen has succeeded or failed. */
+  ready: Promise<void>
+  stop(): Promise<void>
+}
+
+export function watchDataChanges(db: Pick<Database, 'pglite' | 'pool'>, handlers: DataChangeHandlers): DataChangeFeed {
   if (db.pglite) {
     const unlisten = db.pglite.listen(DATA_CHANGED_CHANNEL, () => handlers.onChange()).then((stop) => {
       handlers.onLive(true)
       return stop
     })
-    return async () => {
-      handlers.onLive(false)
-      await (await unlisten.catch(() => undefined))?.().catch(() => {})
+    return {
+      ready: unlisten.then(() => {}, () => {}),
+      stop: async () => {
+        handlers.onLive(false)
+        await (await unlisten.catch(() => undefined))?.().catch(() => {})
+      },
     }
   }
   const pool = db.pool
-  if (!pool) return async () => {}
+  if (!pool) return { ready: Promise.resolve(), stop: async () => {} }
+  let firstAttempt: () => void = () => {}
+  const ready = new Promise<void>((resolve) => (firstAttempt = resolve))
   let stopped = false
   let client: pg.Client | undefined
   let timer: NodeJS.Timeout | undefined
@@ -67,15 +78,20 @@ export function watchDataChanges(db: Pick<Database, 'pglite' | 'pool'>, handlers
       handlers.onLive(true)
     } catch (e) {
       lost(e as Error)
+    } finally {
+      firstAttempt()
     }
   }
   void connect()
-  return async () => {
-    stopped = true
-    clearTimeout(timer)
-    const c = client
-    client = undefined
-    handlers.onLive(false)
-    await c?.end().catch(() => {})
+  return {
+    ready,
+    stop: async () => {
+      stopped = true
+      clearTimeout(timer)
+      const c = client
+      client = undefined
+      handlers.onLive(false)
+      await c?.end().catch(() => {})
+    },
   }
 }

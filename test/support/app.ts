@@ -1,4 +1,5 @@
 import { createApp, type App } from '../../src/app.js'
+import type { Clock } from '../../src/clock.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Database } from '../../src/db.js'
 import { testDatabase } from './db.js'
@@ -13,13 +14,14 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-/** `clock`: the `now` of every request (default: the real time). */
-export async function createTestApp(env: Record<string, string> = {}, { clock }: { clock?: () => Date } = {}): Promise<TestApp> {
+/** `clock`: the app's time for key expiry and key-cache age (a test moves it instead of waiting). */
+export async function createTestApp(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const db = await testDatabase()
   // The response cache is off unless a test turns it on (RESPONSE_CACHE_TTL_MS): statement counts
   // and fresh reads after direct imports are asserted everywhere else.
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RESPONSE_CACHE_TTL_MS: '0', ...env })
-  const app = createApp({ config, db, clock })
+  const app = createApp({ config, db, clock: options.clock })
+  await app.ready
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
   return {
     app,
