@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 
 // The benchmark's large dataset, generated inside PostgreSQL with INSERT … SELECT generate_series
@@ -9,24 +10,34 @@ export const VAULTS = 50
 export const HOURS = 2 * 365 * 24 // two years of hourly composition snapshots
 export const WALLETS = 100_000
 export const TRANSACTIONS = 1_000_000
-/** The wallet the transaction-page and dashboard scenarios read: 60,000 transactions in vault 1, 20 in each of vaults 2…20. */
+/** Wallet 1 (the transaction-page scenarios): 60,000 transactions in vault 1, so a page 1,000 deep exists. */
 export const WHALE_IN_VAULT_1 = 60_000
-export const WHALE_VAULTS = 20
-export const WHALE_TX_PER_OTHER_VAULT = 20
+/** Wallet 2 (the dashboard scenario): 20 transactions in each of vaults 1…20, the first a completed deposit. */
+export const DASHBOARD_VAULTS = 20
+export const DASHBOARD_TX_PER_VAULT = 20
 /** Bumped whenever the generator changes, so a kept database (BENCH_KEEP_DB) is rebuilt. */
-export const DATASET_VERSION = 1
+export const DATASET_VERSION = 2
 
 export interface DatasetInfo {
   version: number
   anchor: string
   vaultIds: string[]
-  /** The wallet with 60,000 transactions in vaultIds[0] and positions in the first 20 vaults. */
+  /** The wallet with 60,000 transactions in vaultIds[0]. */
   whale: string
+  /** The wallet with a position in each of the first 20 vaults. */
+  dashboardWallet: string
   counts: { vaults: number; snapshots: number; allocations: number; wallets: number; transactions: number }
   generatedInMs: number
 }
 
 export const vaultId = (n: number) => `bench-vault-${String(n).padStart(2, '0')}`
+/** Wallet n's API key (every wallet has one active key and is on the allowlist). */
+export function rawKeyOf(n: number): string {
+  const md5 = (s: string) => createHash('md5').update(s).digest('hex')
+  return `bench_${(md5(`k1${n}`) + md5(`k2${n}`)).slice(0, 44).replaceAll('0', 'z')}`
+}
+const rawKeySql = (n: string) => `'bench_' || translate(substr(md5('k1' || ${n}) || md5('k2' || ${n}), 1, 44), '0', 'z')`
+
 /** Wallet n's address: 0x + 40 hex digits derived from md5, lowercase. */
 export const walletSql = (n: string) => `'0x' || substr(md5('w' || ${n}), 1, 32) || substr(md5('x' || ${n}), 1, 8)`
 
@@ -108,21 +119,30 @@ function statements(anchor: string): { label: string; sql: string }[] {
           '0x' || md5('tx' || i) || md5('hash' || i)
         FROM generate_series(1::bigint, ${TRANSACTIONS}) AS i
         CROSS JOIN LATERAL (
-          SELECT CASE WHEN i <= ${WHALE_IN_VAULT_1 + (WHALE_VAULTS - 1) * WHALE_TX_PER_OTHER_VAULT} THEN 1 ELSE 2 + (i * 7919) % ${WALLETS - 1} END AS w
+          SELECT CASE WHEN i <= ${WHALE_IN_VAULT_1} THEN 1 WHEN i <= ${WHALE_IN_VAULT_1 + DASHBOARD_VAULTS * DASHBOARD_TX_PER_VAULT} THEN 2 ELSE 2 + (i * 7919) % ${WALLETS - 1} END AS w,
+            i > ${WHALE_IN_VAULT_1} AND i <= ${WHALE_IN_VAULT_1 + DASHBOARD_VAULTS * DASHBOARD_TX_PER_VAULT} AND (i - ${WHALE_IN_VAULT_1} - 1) % ${DASHBOARD_TX_PER_VAULT} = 0 AS opens_position
         ) ww
         CROSS JOIN LATERAL (
           SELECT ww.w,
             CASE WHEN i <= ${WHALE_IN_VAULT_1} THEN 1
-                 WHEN ww.w = 1 THEN 2 + (i - ${WHALE_IN_VAULT_1} - 1) / ${WHALE_TX_PER_OTHER_VAULT}
+                 WHEN i <= ${WHALE_IN_VAULT_1 + DASHBOARD_VAULTS * DASHBOARD_TX_PER_VAULT} THEN 1 + (i - ${WHALE_IN_VAULT_1} - 1) / ${DASHBOARD_TX_PER_VAULT}
                  ELSE 1 + (ww.w * 13 + i % 3) % ${VAULTS} END AS v,
-            -- the whale's first transaction in each of its other vaults is a completed deposit
-            CASE WHEN ww.w = 1 AND i > ${WHALE_IN_VAULT_1} AND (i - ${WHALE_IN_VAULT_1} - 1) % ${WHALE_TX_PER_OTHER_VAULT} = 0 THEN 'deposit'
-                 WHEN i % 10 < 6 THEN 'deposit' WHEN i % 10 < 8 THEN 'withdraw' ELSE 'redeem' END AS type,
-            CASE WHEN ww.w = 1 AND i > ${WHALE_IN_VAULT_1} AND (i - ${WHALE_IN_VAULT_1} - 1) % ${WHALE_TX_PER_OTHER_VAULT} = 0 THEN 'completed'
+            CASE WHEN ww.opens_position THEN 'deposit' WHEN i % 10 < 6 THEN 'deposit' WHEN i % 10 < 8 THEN 'withdraw' ELSE 'redeem' END AS type,
+            CASE WHEN ww.opens_position THEN 'completed'
                  WHEN i % 40 = 9 THEN 'pending' WHEN i % 97 = 0 THEN 'failed' WHEN i % 89 = 0 THEN 'cancelled' ELSE 'completed' END AS status,
             (10 + (i * 7907) % 1000000 / 100.0)::numeric AS amount,
             ${a} - CASE WHEN ww.w = 1 THEN i * interval '1000 seconds' ELSE ((i * 104729) % (730 * 86400)) * interval '1 second' END AS ts
         ) t`,
+    },
+    {
+      label: 'allowlist',
+      sql: `INSERT INTO allowlist (address, note, created_at) SELECT ${walletSql('w')}, 'bench', ${a} - interval '1 day' FROM generate_series(1, ${WALLETS}) AS w`,
+    },
+    {
+      label: 'api keys',
+      sql: `INSERT INTO api_keys (id, wallet, key_prefix, digest, created_at, expires_at)
+        SELECT md5('key' || w)::uuid, ${walletSql('w')}, 'bench', encode(sha256(convert_to(${rawKeySql('w')}, 'UTF8')), 'hex'), ${a}, ${a} + interval '30 days'
+        FROM generate_series(1, ${WALLETS}) AS w`,
     },
     { label: 'sequences', sql: `SELECT setval(pg_get_serial_sequence('composition_snapshots', 'id'), (SELECT max(id) FROM composition_snapshots))` },
     { label: 'analyze', sql: 'ANALYZE' },
@@ -200,7 +220,7 @@ export async function generateDataset(url: string, log: (line: string) => void, 
       sql: row.condef ? `ALTER TABLE ${row.tablename} ADD CONSTRAINT "${row.indexname}" ${row.condef}` : row.indexdef,
     }))
   })
-  await run([step('vaults'), step('composition snapshots')])
+  await run([step('vaults'), step('composition snapshots'), step('allowlist'), step('api keys')])
   // The two big tables fill in parallel (two cores), and so are their indexes built.
   await Promise.all([run([step('allocations')]), run([step('transactions')])])
   await Promise.all([run(indexes.filter((_, i) => i % 2 === 0)), run(indexes.filter((_, i) => i % 2 === 1))])
@@ -210,6 +230,7 @@ export async function generateDataset(url: string, log: (line: string) => void, 
     anchor,
     vaultIds: Array.from({ length: VAULTS }, (_, i) => vaultId(i + 1)),
     whale: await withClient(url, async (c) => (await c.query(`SELECT ${walletSql('1')} AS a`)).rows[0].a as string),
+    dashboardWallet: await withClient(url, async (c) => (await c.query(`SELECT ${walletSql('2')} AS a`)).rows[0].a as string),
     counts: { vaults: VAULTS, snapshots: VAULTS * HOURS, allocations: VAULTS * HOURS * 4, wallets: WALLETS, transactions: TRANSACTIONS },
     generatedInMs: Math.round(performance.now() - started),
   }

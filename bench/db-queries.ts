@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto'
+import { decodeCursor, encodeCursor } from '../src/domain/transaction-page.js'
+
 // The database limit: for each scenario, the one SQL statement a hand-written handler needs to
 // answer the same request, and the few lines of JavaScript that turn its rows into the same JSON
 // shape. No ORM, no GraphQL, no validation beyond what the statement needs: what is left of the
@@ -106,6 +109,34 @@ const SERIES_1Y = `WITH b AS (
   LEFT JOIN allocations a ON a.snapshot_id = s.id
   GROUP BY b.t, a.platform ORDER BY b.t`
 
+const HISTORY_PAGE = `SELECT id, vault_id, type::text AS type, status::text AS status, amount::text AS amount, "timestamp", tx_hash
+  FROM transactions WHERE address = $1 AND vault_id = $2 AND ($3::timestamptz IS NULL OR ("timestamp", id) < ($3::timestamptz, $4))
+  ORDER BY "timestamp" DESC, id DESC LIMIT 51`
+
+// The dashboard in one statement: 20 vaults with their grouped compositions, and the wallet's
+// position totals per vault, the products rounded in SQL (the gateway rounds once in decimal.js).
+const DASHBOARD = `SELECT json_build_object(
+    'vaults', (SELECT json_agg(x ORDER BY x.id) FROM (
+      SELECT v.id, v.name, v.chain, v.status, v.tvl::text AS tvl, v.share_price::text AS share_price, s.as_of, c.positions
+      FROM vaults v ${LATEST_COMPOSITION} ORDER BY v.id LIMIT 20) x),
+    'positions', (SELECT json_agg(p ORDER BY p.vault_id) FROM (
+      SELECT t.vault_id,
+        sum(t.shares) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') - coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS share_balance,
+        v.share_price, v.base_asset_price_usd,
+        coalesce(sum(t.amount) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0) AS total_deposits,
+        coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS outflow_amount,
+        min(t."timestamp") FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') AS first_deposit_at
+      FROM transactions t JOIN vaults v ON v.id = t.vault_id WHERE t.address = $1
+      GROUP BY t.vault_id, v.share_price, v.base_asset_price_usd
+      HAVING bool_or(t.type = 'deposit' AND t.status = 'completed')) p)
+  ) AS doc`
+
+const KEY_STATE = `SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, (a.address IS NOT NULL) AS allowlisted
+  FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet WHERE k.digest = $1`
+
+const num = (n: number | string) => amount(String(n))
+const iso = (v: string) => new Date(v).toISOString()
+
 type Handler = (req: DbRequest, q: Query, match: RegExpMatchArray) => Promise<{ status: number; body: unknown }>
 
 /** Routes of the database-limit server: the same requests the gateway gets, answered by hand. */
@@ -150,6 +181,74 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
         status: 200,
         body: { data: { vault: { ...graphqlVault(row), composition: row.as_of ? { asOf: row.as_of.toISOString(), positions: row.positions ?? [] } : null } } },
       }
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/users\/([^/]+)\/vaults\/([^/]+)\/transactions$/,
+    handle: async (req, q, m) => {
+      const filter = { address: decodeURIComponent(m[1]!).toLowerCase(), vaultId: decodeURIComponent(m[2]!), type: null }
+      const cursor = req.search.get('cursor')
+      const after = cursor ? decodeCursor(cursor, filter) : null
+      const rows = await q(HISTORY_PAGE, [filter.address, filter.vaultId, after?.timestamp.toISOString() ?? null, after?.id ?? null])
+      const page = rows.slice(0, 50)
+      const last = page.at(-1)
+      return {
+        status: 200,
+        body: {
+          items: page.map((r) => ({ id: r.id, vault_id: r.vault_id, type: r.type, status: r.status, amount: amount(r.amount), timestamp: r.timestamp.toISOString(), tx_hash: r.tx_hash })),
+          next_cursor: rows.length > 50 && last ? encodeCursor(filter, { timestamp: last.timestamp, id: last.id }) : null,
+        },
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/graphql$/,
+    operation: 'BenchDashboard',
+    handle: async (req, q) => {
+      const { variables } = JSON.parse(req.body) as { variables: { address: string } }
+      const [row] = await q(DASHBOARD, [variables.address.toLowerCase()])
+      const doc = row!.doc as { vaults: Record<string, any>[]; positions: Record<string, any>[] }
+      return {
+        status: 200,
+        body: {
+          data: {
+            vaults: {
+              edges: doc.vaults.map((v) => ({
+                node: { id: v.id, name: v.name, chain: v.chain, status: v.status, tvl: amount(v.tvl), sharePrice: amount(v.share_price), composition: v.as_of ? { asOf: iso(v.as_of), positions: v.positions ?? [] } : null },
+              })),
+            },
+            user: {
+              positions: (doc.positions ?? []).map((p) => {
+                const value = Number(p.share_balance) * Number(p.share_price)
+                return {
+                  vaultId: p.vault_id,
+                  shareBalance: num(p.share_balance),
+                  sharePrice: num(p.share_price),
+                  positionValueUsd: num((value * Number(p.base_asset_price_usd)).toFixed(18)),
+                  totalDeposits: num(p.total_deposits),
+                  allTimeEarned: num((value + Number(p.outflow_amount) - Number(p.total_deposits)).toFixed(18)),
+                  firstDepositAt: iso(p.first_deposit_at),
+                }
+              }),
+            },
+          },
+        },
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/internal\/v1\/apiKey\/verify$/,
+    handle: async (req, q) => {
+      const { apiKey } = JSON.parse(req.body) as { apiKey: string }
+      const [k] = await q(KEY_STATE, [createHash('sha256').update(apiKey).digest('hex')])
+      const active = !!k && k.revoked_at === null && k.expires_at.getTime() > Date.now() && k.allowlisted
+      const data = k
+        ? { active, wallet: k.wallet, keyId: k.id, expiresAtMs: k.expires_at.getTime(), reason: active ? null : k.revoked_at ? 'revoked' : !k.allowlisted ? 'not_whitelisted' : 'expired' }
+        : { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }
+      return { status: 200, body: { status: 'ok', data, server_time_ms: Date.now() } }
     },
   },
 ]

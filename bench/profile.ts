@@ -5,6 +5,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { load } from './load.js'
 import { startGateway } from './processes.js'
+import { rawKeyOf } from './dataset.js'
 import { scenarios } from './scenarios.js'
 
 // `npx tsx bench/profile.ts --scenario get_vault [--cache]` (DATABASE_URL = a benchmark database,
@@ -14,11 +15,12 @@ import { scenarios } from './scenarios.js'
 const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'get_vault' }, cache: { type: 'boolean', default: false }, seconds: { type: 'string', default: '8' }, top: { type: 'string', default: '25' } } })
 const dir = await mkdtemp(path.join(os.tmpdir(), 'vaultgate-prof-'))
 const env: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : { DATA_DIR: process.env.DATA_DIR ?? './.data' }
-if (!values.cache) env.RESPONSE_CACHE_TTL_MS = '0'
+if (!values.cache) Object.assign(env, { RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
+env.INTERNAL_TOKEN = 'bench-internal-token-0123456789'
 for (const k of ['LOG_LEVEL', 'DB_POOL_MAX']) if (process.env[k]) env[k] = process.env[k]!
 const gateway = await startGateway(env, ['--cpu-prof', `--cpu-prof-dir=${dir}`])
 const vaultIds = ((await (await fetch(`${gateway.url}/v1/vaults?limit=200`)).json()) as { items: { id: string }[] }).items.map((v) => v.id)
-const scenario = scenarios({ vaultIds }).find((s) => s.id === values.scenario)!
+const scenario = scenarios({ vaultIds, keys: { rawKeys: Array.from({ length: 50 }, (_, i) => rawKeyOf(i + 1)), internalToken: env.INTERNAL_TOKEN } }).find((s) => s.id === values.scenario)!
 const r = await load(gateway.url, scenario.requests, { seconds: Number(values.seconds), connections: 50 })
 await gateway.stop()
 process.stdout.write(`${scenario.title}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms (under the profiler)\n`)

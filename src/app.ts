@@ -86,7 +86,7 @@ export interface App {
 export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
   const session = createSessionAuth(config.auth, clock)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
-  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
+  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, cacheTtlMs: config.apiKeyCacheTtlMs, listen: db.pool ? { ...db.pool.options } : undefined })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
