@@ -57,6 +57,39 @@ describe('ResponseCache', () => {
     expect(small.get('c29')?.body).toBe('xxxxx')
   })
 
+  it('computes a missing answer once for concurrent requests, and shares no failure', async () => {
+    const cache = new ResponseCache(5000, 1 << 20)
+    let calls = 0
+    let release: (v: { body: string; contentType: string }) => void = () => {}
+    const produce = () => {
+      calls++
+      return new Promise<{ body: string; contentType: string }>((resolve) => (release = resolve))
+    }
+    const loads = [cache.load('k', produce), cache.load('k', produce), cache.load('k', produce)]
+    release(answer('once'))
+    expect((await Promise.all(loads)).map((r) => r?.body)).toEqual(['once', 'once', 'once'])
+    expect(calls).toBe(1)
+
+    let fail: (e: Error) => void = () => {}
+    const failing = cache.load('f', () => new Promise((_, reject) => (fail = reject)))
+    const waiting = cache.load('f', produce)
+    fail(new Error('boom'))
+    await expect(failing).rejects.toThrow('boom')
+    expect(await waiting).toBeUndefined()
+  })
+
+  it('lets no request started after a clear join a computation started before it', async () => {
+    const cache = new ResponseCache(5000, 1 << 20)
+    let releaseOld: (v: { body: string; contentType: string }) => void = () => {}
+    const old = cache.load('k', () => new Promise((resolve) => (releaseOld = resolve)))
+    cache.clear()
+    const fresh = cache.load('k', async () => answer('new'))
+    releaseOld(answer('old'))
+    expect((await old)?.body).toBe('old')
+    expect((await fresh)?.body).toBe('new')
+    expect(cache.get('k')?.body).toBe('new')
+  })
+
   it('keys a request by path and query string only', () => {
     expect(pathAndQuery('http://example.test:4000/v1/vaults/a?group_by=asset')).toBe('/v1/vaults/a?group_by=asset')
     expect(pathAndQuery('http://example.test')).toBe('/')

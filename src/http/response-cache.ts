@@ -47,6 +47,8 @@ interface Entry extends CachedResponse {
 
 export class ResponseCache {
   readonly #entries = new Map<string, Entry>()
+  /** Answers being computed, so that concurrent misses on one key compute it once. */
+  readonly #pending = new Map<string, Promise<CachedResponse | undefined>>()
   #bytes = 0
   #generation = 0
   /** False while the change feed is down: then nothing may be served from memory. */
@@ -94,9 +96,34 @@ export class ResponseCache {
     this.#bytes += size
   }
 
+  /**
+   * The answer for `key`: from memory, else from a computation already running for it, else from
+   * `produce` (stored when it returns a response; `undefined` = not storable, e.g. an error). When
+   * an entry expires under load, one request recomputes it while the others wait for that result
+   * instead of all hitting the database at once. A caller whose shared computation failed or
+   * produced nothing gets `undefined` and answers on its own.
+   */
+  async load(key: string, produce: () => Promise<CachedResponse | undefined>): Promise<CachedResponse | undefined> {
+    const hit = this.get(key)
+    if (hit) return hit
+    const running = this.#pending.get(key)
+    if (running) return running.catch(() => undefined)
+    const ticket = this.ticket()
+    const computing = produce()
+    this.#pending.set(key, computing)
+    try {
+      const response = await computing
+      if (response) this.set(key, response, ticket)
+      return response
+    } finally {
+      if (this.#pending.get(key) === computing) this.#pending.delete(key)
+    }
+  }
+
   /** The data changed: forget everything, including responses being computed right now. */
   clear(): void {
     this.#generation++
+    this.#pending.clear()
     this.#entries.clear()
     this.#bytes = 0
   }
@@ -218,14 +245,25 @@ export function cachedGraphql(
     }
     if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
     const key = `POST /graphql\n${c.req.header('accept') ?? ''}\n${text}`
-    const hit = cache.get(key)
-    if (hit) return c.body(hit.body, 200, { 'Content-Type': hit.contentType })
-    const ticket = cache.ticket()
-    const response = await forward()
-    if (response.status !== 200) return response
-    const body = await response.text()
-    // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
-    if (!body.includes('"errors":')) cache.set(key, { body, contentType: response.headers.get('content-type') ?? 'application/json' }, ticket)
-    return new Response(body, { status: 200, headers: response.headers })
+    // The first caller's own response, when it is not storable (it must still reach that caller).
+    let own: Response | undefined
+    const shared = await cache.load(key, async () => {
+      const response = await forward()
+      if (response.status !== 200) {
+        own = response
+        return undefined
+      }
+      const body = await response.text()
+      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json' }
+      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
+      if (body.includes('"errors":')) {
+        own = new Response(body, { status: 200, headers: response.headers })
+        return undefined
+      }
+      return answer
+    })
+    if (own) return own
+    if (shared) return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
+    return forward()
   }
 }

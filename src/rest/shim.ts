@@ -94,11 +94,10 @@ function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
 export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
   for (const route of routes) {
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
-    app.on(route.method, route.path, async (c) => {
-      const key = shared?.enabled ? `GET ${pathAndQuery(c.req.url)}` : undefined
-      const hit = key === undefined ? undefined : shared!.get(key)
-      if (hit) return publicAnswer(c, hit)
-      const ticket = shared?.ticket() ?? 0
+    const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
+
+    /** Runs the route's document; throws the AppError REST answers with. */
+    const compute = async (c: HonoContext<AppEnv>): Promise<CachedResponse> => {
       const input = await routeInput(c)
       if (input.repeated.length > 0) throw new AppError('bad_request', `Query parameter ${input.repeated[0]} is given more than once.`)
       const variables = route.variables(input)
@@ -106,13 +105,28 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
       const error = resultError(result)
       if (error) throw error
       const body = JSON.stringify(route.shape(result.data, input))
-      c.header('Content-Type', 'application/json; charset=utf-8')
-      if (!route.cache) {
-        c.header('Cache-Control', 'no-store')
-        return c.body(body, 200)
+      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl }
+    }
+
+    app.on(route.method, route.path, async (c) => {
+      if (shared?.enabled) {
+        // This caller's own failure (a 400, a 404): never shared, never stored.
+        let failure: unknown
+        const answer = await shared.load(`GET ${pathAndQuery(c.req.url)}`, () =>
+          compute(c).catch((e: unknown) => {
+            failure = e
+            return undefined
+          }),
+        )
+        if (failure !== undefined) throw failure
+        if (answer) return publicAnswer(c, answer)
       }
-      const answer = { body, contentType: 'application/json; charset=utf-8', etag: etagOf(body), cacheControl: `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}` }
-      if (key !== undefined) shared!.set(key, answer, ticket)
+      const answer = await compute(c)
+      if (!answer.cacheControl) {
+        c.header('Content-Type', answer.contentType)
+        c.header('Cache-Control', 'no-store')
+        return c.body(answer.body, 200)
+      }
       return publicAnswer(c, answer)
     })
   }
