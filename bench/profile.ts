@@ -20,7 +20,7 @@ env.INTERNAL_TOKEN = 'bench-internal-token-0123456789'
 for (const k of ['LOG_LEVEL', 'DB_POOL_MAX']) if (process.env[k]) env[k] = process.env[k]!
 const gateway = await startGateway(env, ['--cpu-prof', `--cpu-prof-dir=${dir}`])
 const vaultIds = ((await (await fetch(`${gateway.url}/v1/vaults?limit=200`)).json()) as { items: { id: string }[] }).items.map((v) => v.id)
-const scenario = scenarios({ vaultIds, keys: { rawKeys: Array.from({ length: 50 }, (_, i) => rawKeyOf(i + 1)), internalToken: env.INTERNAL_TOKEN } }).find((s) => s.id === values.scenario)!
+const scenario = scenarios({ vaultIds, dashboardWallet: process.env.DASHBOARD_WALLET, keys: { rawKeys: Array.from({ length: 50 }, (_, i) => rawKeyOf(i + 1)), internalToken: env.INTERNAL_TOKEN } }).find((s) => s.id === values.scenario)!
 const r = await load(gateway.url, scenario.requests, { seconds: Number(values.seconds), connections: 50 })
 await gateway.stop()
 process.stdout.write(`${scenario.title}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms (under the profiler)\n`)
