@@ -12,6 +12,7 @@ import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { referenceRoutes } from './http/reference.js'
 import { logger } from './log.js'
 import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
@@ -66,6 +67,8 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
+  /** Every route the app serves (method and Hono path), for the documentation checks. */
+  routes: { method: string; path: string }[]
   /** Detaches the app's process-wide observers (the database is closed by its owner). */
   close(): void
 }
@@ -108,9 +111,12 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
+  // Integrator surfaces: the OpenAPI document and the browsable reference.
+  app.route('/', referenceRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))
 
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, close: stopSqlObservation }
+  const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
+  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, routes, close: stopSqlObservation }
 }

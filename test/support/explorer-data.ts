@@ -1,0 +1,87 @@
+import type { ImportComposition, ImportDocument, ImportPosition, ImportVault } from '../../src/import.js'
+
+// A small hand-built dataset with known answers, for the OpenAPI contract test and the browser
+// test: one vault with every field set and a week of snapshots, one with every nullable field
+// null and no snapshot. Requests run with the clock pinned at `EXPLORER_NOW`.
+
+export const EXPLORER_NOW = new Date('2026-11-21T12:30:00.000Z')
+
+const HOUR = 3_600_000
+
+export const fullVault: ImportVault = {
+  id: 'alpha-usdc',
+  name: 'Alpha USDC',
+  chain: 'ethereum',
+  chain_id: '1',
+  symbol: 'vgUSDC',
+  base_asset: 'USDC',
+  base_asset_price_usd: '1',
+  status: 'active',
+  tvl: '1250000.5',
+  share_price: '1.0425',
+  perf_fee_bps: 1000,
+  mgmt_fee_bps: 50,
+  contract: { address: '0x1111111111111111111111111111111111111111' },
+  deposit_constraints: { max_deposit: '5000000', min_deposit: '10', paused: false },
+  withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: 30, redeem_24h_threshold_pct_of_aum: 10, redeem_48h_above_threshold: true },
+  icons: { dark: 'https://icons.test/alpha-dark.svg', light: 'https://icons.test/alpha-light.svg' },
+  api_endpoint: 'https://api.vaultgate.test/v1/vaults/alpha-usdc',
+  description: 'USDC lent across blue-chip money markets.',
+  docs_url: 'https://docs.vaultgate.test/alpha-usdc',
+  inception_date: '2025-11-21',
+  strategy_brief: 'Lend USDC on Aave and Morpho; hold some sDAI.',
+}
+
+export const bareVault: ImportVault = {
+  ...fullVault,
+  id: 'beta-eth',
+  name: 'Beta ETH',
+  chain: 'base',
+  chain_id: null,
+  symbol: 'vgETH',
+  base_asset: 'WETH',
+  base_asset_price_usd: '3000',
+  status: 'paused',
+  tvl: '0',
+  share_price: '1',
+  mgmt_fee_bps: null,
+  contract: { address: '0x2222222222222222222222222222222222222222' },
+  deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
+  withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
+  icons: { dark: null, light: null },
+  api_endpoint: 'https://api.vaultgate.test/v1/vaults/beta-eth',
+  description: null,
+  docs_url: null,
+  inception_date: null,
+  strategy_brief: null,
+}
+
+const position = (platform: string, asset: string, symbol: string, pct: number, apy: number): ImportPosition => ({
+  platform,
+  asset,
+  symbol,
+  pct,
+  apy_est_pct: apy,
+  icon: `https://icons.test/${platform.toLowerCase()}-${symbol.toLowerCase()}.svg`,
+})
+
+/** Daily snapshots over the last 6 days: Aave shrinks, Spark grows, Morpho holds. */
+export const alphaSnapshots: ImportComposition[] = Array.from({ length: 6 }, (_, i) => {
+  const aave = 50 - i * 4
+  const spark = 10 + i * 4
+  return {
+    vault_id: fullVault.id,
+    as_of: new Date(EXPLORER_NOW.getTime() - (5 - i) * 24 * HOUR - 30 * 60_000).toISOString(),
+    positions: [position('Aave', 'USD Coin', 'USDC', aave, 4.1), position('Morpho', 'USD Coin', 'USDC', 40, 5.2), position('Spark', 'Savings Dai', 'sDAI', spark, 6.5)],
+  }
+})
+
+/** Platforms of the newest snapshot by weight desc: the labels a series by platform shows. */
+export const ALPHA_PLATFORMS = ['Morpho', 'Aave', 'Spark']
+export const ALPHA_ASSETS = ['USD Coin', 'Savings Dai']
+
+export const explorerDocument: ImportDocument = {
+  vaults: [fullVault, bareVault],
+  compositions: alphaSnapshots,
+  transactions: [],
+}
