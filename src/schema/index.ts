@@ -2,5 +2,8 @@ import { builder } from '../builder.js'
 import './scalars.js'
 import './vault.js'
 import './composition.js'
+import './user.js'
+import './transaction.js'
+import './position.js'
 
 export const schema = builder.toSchema({ sortSchema: false })
