@@ -1,4 +1,4 @@
-import type { ImportComposition, ImportDocument, ImportPosition, ImportVault } from '../../src/import.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../../src/import.js'
 
 // A small hand-built dataset with known answers, for the OpenAPI contract test and the browser
 // test: one vault with every field set and a week of snapshots, one with every nullable field
@@ -80,8 +80,32 @@ export const alphaSnapshots: ImportComposition[] = Array.from({ length: 6 }, (_,
 export const ALPHA_PLATFORMS = ['Morpho', 'Aave', 'Spark']
 export const ALPHA_ASSETS = ['USD Coin', 'Savings Dai']
 
+export const WALLET = '0x8ba1f109551bd432803012645ac136ddd64dba72'
+
+const at = (hoursAgo: number) => new Date(EXPLORER_NOW.getTime() - hoursAgo * HOUR).toISOString()
+const tx = (n: number, type: ImportTransaction['type'], status: ImportTransaction['status'], amount: string, shares: string, hoursAgo: number): ImportTransaction => ({
+  id: `tx-${n}`,
+  vault_id: fullVault.id,
+  address: WALLET,
+  type,
+  status,
+  amount,
+  shares,
+  timestamp: at(hoursAgo),
+  completed_at: status === 'pending' ? null : at(hoursAgo - 1),
+  tx_hash: `0x${String(n).padStart(64, '0')}`,
+})
+
+/** The wallet's history in alpha-usdc, oldest first: two deposits, a withdrawal, a pending redeem. */
+export const walletTransactions: ImportTransaction[] = [
+  tx(1, 'deposit', 'completed', '1000', '1000', 120),
+  tx(2, 'deposit', 'completed', '500', '490', 72),
+  tx(3, 'withdraw', 'completed', '210', '200', 30),
+  tx(4, 'redeem', 'pending', '104.25', '100', 3),
+]
+
 export const explorerDocument: ImportDocument = {
   vaults: [fullVault, bareVault],
   compositions: alphaSnapshots,
-  transactions: [],
+  transactions: walletTransactions,
 }
