@@ -11,6 +11,7 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { referenceRoutes } from './http/reference.js'
 import { logger } from './log.js'
@@ -73,14 +74,17 @@ export interface App {
   close(): void
 }
 
-/** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
-export function createApp({ config, db, clock = () => new Date() }: { config: Config; db: Database; clock?: () => Date }): App {
+/**
+ * `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there).
+ * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
+ */
+export function createApp({ config, db, clock = () => new Date(), examples }: { config: Config; db: Database; clock?: () => Date; examples?: ExampleIds }): App {
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
     context: ({ request }) => createContext({ request, now: clock() }),
     maskedErrors: { maskError },
-    graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    graphiql: config.production ? false : graphiqlOptions(examples),
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     renderGraphiQL,
     landingPage: false,

@@ -8,6 +8,7 @@ import type { DemoHints } from './demo/dataset.js'
 import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
 import { lockDataDir, type DataDirLock } from './embedded-lock.js'
 import { isUnavailableError } from './errors.js'
+import { exampleIdsFromHints } from './http/graphiql.js'
 import { logger } from './log.js'
 import { upsertAllowlist } from './allowlist.js'
 
@@ -69,7 +70,7 @@ export async function startGateway(config: Config): Promise<RunningGateway> {
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
       hints = seeded.hints ?? (await demoHintsFromDatabase())
     }
-    const app = createApp({ config, db })
+    const app = createApp({ config, db, examples: hints && exampleIdsFromHints(hints) })
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
