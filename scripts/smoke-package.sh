@@ -16,7 +16,7 @@ trap cleanup EXIT
 cd "$root"
 tarball="$(npm pack --silent --pack-destination "$work" | tail -1)"
 echo "smoke: packed $tarball ($(du -h "$work/$tarball" | cut -f1))"
-tar -tzf "$work/$tarball" | sed 's|^package/||' | grep -Ev '^(bin/|dist/|prisma/|README.md|LICENSE|package.json|npm-shrinkwrap.json|schema.graphql)' && { echo "smoke: unexpected files in the tarball" >&2; exit 1; }
+tar -tzf "$work/$tarball" | sed 's|^package/||' | grep -Ev '^(bin/|dist/|public/(docs|explorer)/[a-z-]+\.(html|js|css)$|prisma/|README.md|LICENSE|package.json|npm-shrinkwrap.json|schema.graphql)' && { echo "smoke: unexpected files in the tarball" >&2; exit 1; }
 
 mkdir -p "$work/app" && cd "$work/app"
 npm init -y >/dev/null
@@ -37,5 +37,9 @@ gw_pid=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.5; done
 answer="$(curl -sf "http://127.0.0.1:$port/graphql" -H 'content-type: application/json' -d '{"query":"{ vault(id: \"usdc-prime\") { id } }"}')"
 [ "$answer" = '{"data":{"vault":{"id":"usdc-prime"}}}' ] || { echo "smoke: unexpected answer: $answer" >&2; cat "$work/start.log" >&2; exit 1; }
+for page in / /docs /explorer/chart.umd.min.js /docs/swagger-ui-bundle.js; do
+  curl -sf -H 'Accept: text/html' "http://127.0.0.1:$port$page" >/dev/null || { echo "smoke: $page is not served from the installed package" >&2; exit 1; }
+done
+curl -sf "http://127.0.0.1:$port/openapi.json" | grep -q '"openapi": "3.1' || { echo "smoke: /openapi.json is missing" >&2; exit 1; }
 kill -TERM "$gw_pid"; wait "$gw_pid" || true; gw_pid=""
-echo "smoke: npx vaultgate start served the demo data"
+echo "smoke: npx vaultgate start served the demo data, the explorer, /docs and /openapi.json"

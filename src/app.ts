@@ -11,6 +11,7 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { explorerRoutes } from './http/explorer.js'
 import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { referenceRoutes } from './http/reference.js'
@@ -115,8 +116,9 @@ export function createApp({ config, db, clock = () => new Date(), examples }: { 
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
-  // Integrator surfaces: the OpenAPI document and the browsable reference.
+  // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
   app.route('/', referenceRoutes())
+  app.route('/', explorerRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))

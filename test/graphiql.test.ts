@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { buildSchema, getNamedType, isObjectType, parse, validate, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { exampleIdsFromHints, exampleOperations } from '../src/http/graphiql.js'
+import { exampleDocument, exampleIdsFromHints, exampleOperations } from '../src/http/graphiql.js'
 import { importDocument } from '../src/import.js'
 import { packageRoot } from '../src/paths.js'
 import { createTestApp, type TestApp } from './support/app.js'
@@ -53,7 +53,7 @@ describe(`GraphiQL examples (${testBackend})`, () => {
     for (const example of exampleOperations(ids)) {
       const document = parse(example.query)
       expect(validate(schema, document).map((e) => e.message)).toEqual([])
-      const res = await t.graphql(example.query, example.variables, example.headers)
+      const res = await t.graphql(example.query, undefined, example.headers)
       expect(res.body.errors, example.query.split('\n')[0]).toBeUndefined()
       expect(res.status).toBe(200)
     }
@@ -61,17 +61,19 @@ describe(`GraphiQL examples (${testBackend})`, () => {
 
   it('give the wallet example real answers with the demo ids', async () => {
     const wallet = exampleOperations(ids).find((e) => e.query.includes('query Wallet'))!
-    const { body } = await t.graphql(wallet.query, wallet.variables)
+    const { body } = await t.graphql(wallet.query)
     expect(body.data.user.transactions.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(['tx-4', 'tx-3', 'tx-2', 'tx-1'])
     expect(body.data.user.position).toMatchObject({ vaultId: fullVault.id, shareBalance: '1190', totalDeposits: '1500', firstDepositAt: '2026-11-16T12:30:00.000Z' })
   })
 
-  it('open as tabs in the bundled GraphiQL, with nothing loaded from elsewhere', async () => {
+  it('open in the bundled GraphiQL as one document, with nothing loaded from elsewhere', async () => {
     const res = await t.request('/graphql', { headers: { accept: 'text/html' } })
     expect(res.status).toBe(200)
     const html = await res.text()
-    for (const example of exampleOperations()) expect(html).toContain(JSON.stringify(example.query).slice(1, -1))
-    expect(html).toContain('"defaultTabs"')
+    expect(html).toContain(JSON.stringify(exampleDocument()).slice(1, -1))
+    expect(parse(exampleDocument()).definitions.map((d) => (d as OperationDefinitionNode).name?.value)).toEqual(
+      exampleOperations().map((e) => (parse(e.query).definitions[0] as OperationDefinitionNode).name?.value),
+    )
     expect(html).not.toMatch(/<script[^>]+src="https?:/)
     expect(html).not.toMatch(/<link[^>]+href="https?:/)
   })

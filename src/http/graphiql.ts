@@ -1,7 +1,10 @@
 import type { GraphiQLOptions } from 'graphql-yoga'
 
-// GraphiQL opens with one tab per example operation, together covering every query and mutation
-// (test/graphiql.test.ts checks that, and that each example validates against the schema).
+// GraphiQL opens with one document of example operations, together covering every query and
+// mutation (test/graphiql.test.ts checks that, and that each one validates and runs). One document
+// rather than one tab each: the bundled GraphiQL does not load a default tab's variables, nor
+// refresh its editors when switching between default tabs. So the examples take literal
+// arguments, and the run button asks which operation to run.
 
 /** Ids to put in the examples: the demo data's when it is loaded, placeholders otherwise. */
 export interface ExampleIds {
@@ -27,9 +30,9 @@ export function exampleIdsFromHints(hints: { vaultIds: string[]; wallets: { addr
 }
 
 export interface ExampleOperation {
-  /** The operation's document; its first comment lines explain it. */
+  /** One named operation with literal arguments; its comment lines explain it. */
   query: string
-  variables?: Record<string, unknown>
+  /** Request headers it needs (documented in its comments: GraphiQL's Headers pane). */
   headers?: Record<string, string>
 }
 
@@ -38,8 +41,8 @@ export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOpe
     {
       query: `# A vault's metadata with live values, and its current composition.
 # Amounts (tvl, sharePrice, …) are exact decimal strings; timestamps RFC 3339 UTC.
-query Vault($id: ID!) {
-  vault(id: $id) {
+query Vault {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
     id name chain chainId symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
     contract { address }
     depositConstraints { maxDeposit minDeposit paused }
@@ -50,66 +53,66 @@ query Vault($id: ID!) {
   }
 }
 `,
-      variables: { id: ids.vaultId },
     },
     {
       query: `# Vaults by id, 1 to 200 per page; filter by chain and status.
-# Next page: pass pageInfo.endCursor as $after while hasNextPage.
-query Vaults($first: Int = 10, $after: String, $status: VaultStatus) {
-  vaults(first: $first, after: $after, status: $status) {
+# Next page: pass pageInfo.endCursor as \`after\` while hasNextPage.
+query Vaults {
+  vaults(first: 10, status: active) {
     edges { node { id name chain status tvl sharePrice } }
     pageInfo { hasNextPage endCursor }
   }
 }
 `,
-      variables: { first: 10, status: 'active' },
     },
     {
       query: `# Composition over time, ready for a stacked area chart: one weight per label per point.
 # timeframe: P7D (hourly), P30D (6-hourly), P1Y (daily), ALL (weekly); groupBy: platform | asset.
-query CompositionSeries($id: ID!, $timeframe: CompositionTimeframe = P30D, $groupBy: CompositionGroupBy = asset) {
-  vault(id: $id) {
+query CompositionSeries {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
     id
     byAsset: composition(groupBy: asset) { asOf positions { asset pct apyEstPct } }
-    compositionSeries(timeframe: $timeframe, groupBy: $groupBy) { groupBy timeframe labels points { t weightsPct } }
+    compositionSeries(timeframe: P30D, groupBy: asset) { groupBy timeframe labels points { t weightsPct } }
   }
 }
 `,
-      variables: { id: ids.vaultId, timeframe: 'P30D', groupBy: 'asset' },
     },
     {
       query: `# A wallet: its transactions in one vault (newest first, paged), its pending redeems across
 # vaults, its position summary in that vault, and all its open positions.
-query Wallet($address: String!, $vaultId: ID!) {
-  user(address: $address) {
+query Wallet {
+  user(address: ${JSON.stringify(ids.wallet)}) {
     address
-    transactions(vaultId: $vaultId, first: 20) {
+    transactions(vaultId: ${JSON.stringify(ids.walletVaultId)}, first: 20) {
       edges { node { id vaultId type status amount timestamp txHash } }
       pageInfo { hasNextPage endCursor }
     }
     pendingRedeems { asOf totalPending averageRedeemDelay pendingRedeems { vaultId amount submittedAt txHash } }
-    position(vaultId: $vaultId) { vaultId shareBalance sharePrice positionValueUsd totalDeposits allTimeEarned firstDepositAt }
+    position(vaultId: ${JSON.stringify(ids.walletVaultId)}) { vaultId shareBalance sharePrice positionValueUsd totalDeposits allTimeEarned firstDepositAt }
     positions { vaultId shareBalance positionValueUsd }
   }
 }
 `,
-      variables: { address: ids.wallet, vaultId: ids.walletVaultId },
     },
   ]
 }
 
-/** Yoga's GraphiQL options: the examples as tabs, the variables and headers panes open. */
+const INTRO = `# vaultgate GraphQL: example operations for every query and mutation.
+# Press the run button (or Ctrl-Enter with the cursor in an operation) and pick one.
+# Schema and field descriptions: the Docs button on the left. REST reference: /docs.
+`
+
+/** The document GraphiQL opens with: every example operation. */
+export function exampleDocument(ids: ExampleIds = PLACEHOLDER_IDS): string {
+  return [INTRO, ...exampleOperations(ids).map((e) => e.query)].join('\n')
+}
+
+/** Yoga's GraphiQL options: the examples in the editor, the variables and headers pane open. */
 export function graphiqlOptions(ids: ExampleIds = PLACEHOLDER_IDS): GraphiQLOptions {
-  const tabs = exampleOperations(ids).map((e) => ({
-    query: e.query,
-    variables: e.variables ? JSON.stringify(e.variables, null, 2) : null,
-    headers: e.headers ? JSON.stringify(e.headers, null, 2) : null,
-  }))
   return {
     title: 'vaultgate GraphiQL',
-    defaultTabs: tabs,
-    defaultQuery: tabs[0]!.query,
-    defaultEditorToolsVisibility: true,
+    defaultQuery: exampleDocument(ids),
+    defaultEditorToolsVisibility: 'headers',
     // Headers typed in GraphiQL may hold wallet-session tokens: keep them out of local storage.
     shouldPersistHeaders: false,
   }

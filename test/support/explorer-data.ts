@@ -65,13 +65,16 @@ const position = (platform: string, asset: string, symbol: string, pct: number, 
   icon: `https://icons.test/${platform.toLowerCase()}-${symbol.toLowerCase()}.svg`,
 })
 
-/** Daily snapshots over the last 6 days: Aave shrinks, Spark grows, Morpho holds. */
-export const alphaSnapshots: ImportComposition[] = Array.from({ length: 6 }, (_, i) => {
-  const aave = 50 - i * 4
-  const spark = 10 + i * 4
+const SNAPSHOTS = 45
+
+/** Daily snapshots over the last 45 days: Aave shrinks from 50 to 30 %, Spark grows from 10 to 30 %, Morpho holds 40 %. */
+export const alphaSnapshots: ImportComposition[] = Array.from({ length: SNAPSHOTS }, (_, i) => {
+  const shift = Math.round((i * 20) / (SNAPSHOTS - 1))
+  const aave = 50 - shift
+  const spark = 10 + shift
   return {
     vault_id: fullVault.id,
-    as_of: new Date(EXPLORER_NOW.getTime() - (5 - i) * 24 * HOUR - 30 * 60_000).toISOString(),
+    as_of: new Date(EXPLORER_NOW.getTime() - (SNAPSHOTS - 1 - i) * 24 * HOUR - 30 * 60_000).toISOString(),
     positions: [position('Aave', 'USD Coin', 'USDC', aave, 4.1), position('Morpho', 'USD Coin', 'USDC', 40, 5.2), position('Spark', 'Savings Dai', 'sDAI', spark, 6.5)],
   }
 })
