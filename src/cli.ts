@@ -59,11 +59,12 @@ export async function withDatabase<T>(config: Config, work: () => Promise<T>): P
 export const commands: Record<string, Command> = {
   start: {
     usage: 'vaultgate start',
-    summary: 'Serve the API (GraphQL at /graphql, REST under /v1); the default command.',
+    summary: 'Serve the API (GraphQL at /graphql, REST under /v1, explorer at /, reference at /docs); the default command.',
     run: async (_args, config) => {
       const progress = createProgress()
       const gateway = await startGateway(config, { progress }).finally(() => progress.end())
       out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+      out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
       if (gateway.hints) {
         const h = gateway.hints
         out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)

@@ -270,7 +270,9 @@ async function showWallet() {
   const rows = user.transactions.edges.map(({ node: t }) =>
     el('tr', { 'data-tx': t.id }, el('td', {}, minute(t.timestamp)), el('td', {}, t.type), el('td', {}, t.status), el('td', { class: 'num' }, amount(t.amount)), el('td', {}, el('code', {}, `${t.txHash.slice(0, 10)}…`))),
   )
-  $('transactions').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'No transactions in this vault.'))]))
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'No transactions in this vault.')))
+  if (user.transactions.pageInfo.hasNextPage) rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'Latest 25 shown; the API pages through the rest (REST cursor, GraphQL after).')))
+  $('transactions').replaceChildren(...rows)
   $('wallet-result').hidden = false
   document.body.dataset.wallet = user.address
 }
