@@ -5,6 +5,7 @@ import type { z } from 'zod'
 import type { Yoga } from '../app.js'
 import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
 import type { AppEnv } from '../http/env.js'
+import { cacheLookups } from '../metrics.js'
 import type { Params, ParsedParams } from './params.js'
 
 /** Security schemes of the OpenAPI document (src/openapi/document.ts defines them). */
@@ -142,8 +143,12 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[]) 
       const etag = etagOf(body)
       c.header('ETag', etag)
       c.header('Cache-Control', `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`)
-      if (etagMatches(c.req.header('if-none-match'), etag)) return c.body(null, 304)
-      return c.body(body, 200)
+      const ifNoneMatch = c.req.header('if-none-match')
+      if (ifNoneMatch === undefined) return c.body(body, 200)
+      // Revalidations: a hit when the client's copy is still current (304, no body sent).
+      const hit = etagMatches(ifNoneMatch, etag)
+      cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
+      return hit ? c.body(null, 304) : c.body(body, 200)
     })
   }
 }
