@@ -39,8 +39,9 @@ export interface ExampleOperation {
 export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOperation[] {
   return [
     {
-      query: `# A vault's metadata with live values, and its current composition.
-# Amounts (tvl, sharePrice, …) are exact decimal strings; timestamps RFC 3339 UTC.
+      query: `# A vault's metadata with live values and its current composition.
+# Amounts (tvl, sharePrice, …) are exact decimal strings;
+# timestamps are RFC 3339 UTC.
 query Vault {
   vault(id: ${JSON.stringify(ids.vaultId)}) {
     id name chain chainId symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
@@ -56,7 +57,7 @@ query Vault {
     },
     {
       query: `# Vaults by id, 1 to 200 per page; filter by chain and status.
-# Next page: pass pageInfo.endCursor as \`after\` while hasNextPage.
+# Next page: pageInfo.endCursor as \`after\` while hasNextPage.
 query Vaults {
   vaults(first: 10, status: active) {
     edges { node { id name chain status tvl sharePrice } }
@@ -66,8 +67,10 @@ query Vaults {
 `,
     },
     {
-      query: `# Composition over time, ready for a stacked area chart: one weight per label per point.
-# timeframe: P7D (hourly), P30D (6-hourly), P1Y (daily), ALL (weekly); groupBy: platform | asset.
+      query: `# Composition over time, ready for a stacked area chart:
+# one weight per label per point. timeframe: P7D (hourly),
+# P30D (6-hourly), P1Y (daily), ALL (weekly);
+# groupBy: platform | asset.
 query CompositionSeries {
   vault(id: ${JSON.stringify(ids.vaultId)}) {
     id
@@ -78,8 +81,9 @@ query CompositionSeries {
 `,
     },
     {
-      query: `# A wallet: its transactions in one vault (newest first, paged), its pending redeems across
-# vaults, its position summary in that vault, and all its open positions.
+      query: `# A wallet: its transactions in one vault (newest first,
+# paged), its pending redeems across vaults, its position
+# summary in that vault, and all its open positions.
 query Wallet {
   user(address: ${JSON.stringify(ids.wallet)}) {
     address
@@ -97,9 +101,10 @@ query Wallet {
   ]
 }
 
-const INTRO = `# vaultgate GraphQL: example operations for every query and mutation.
-# Press the run button (or Ctrl-Enter with the cursor in an operation) and pick one.
-# Schema and field descriptions: the Docs button on the left. REST reference: /docs.
+const INTRO = `# vaultgate: example operations for every query and mutation.
+# Run one: the run button, then its name (or Ctrl-Enter with
+# the cursor inside it). Field descriptions: the Docs button
+# on the left. The REST reference: /docs.
 `
 
 /** The document GraphiQL opens with: every example operation. */
