@@ -4,6 +4,9 @@ import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
+import { resolveViewer } from './auth/viewer.js'
+import { createSessionAuth } from './auth/session.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
 import type { Database } from './db.js'
@@ -14,7 +17,9 @@ import { errorResponse } from './http/errors.js'
 import { explorerRoutes } from './http/explorer.js'
 import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { internalRoutes } from './http/internal.js'
 import { referenceRoutes } from './http/reference.js'
+import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
 import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
@@ -69,21 +74,28 @@ export type Yoga = YogaServerInstance<Record<string, never>, Context>
 export interface App {
   fetch: (request: Request) => Promise<Response>
   yoga: Yoga
+  /** The API key verifier behind /internal/v1/apiKey/verify. */
+  verifier: ApiKeyVerifier
+  /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
+  ready: Promise<void>
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
-  /** Detaches the app's process-wide observers (the database is closed by its owner). */
-  close(): void
+  /** Stops background work (not the database: its owner closes it). */
+  close(): Promise<void>
 }
 
 /**
- * `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there).
+ * `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens.
  * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
  */
-export function createApp({ config, db, clock = () => new Date(), examples }: { config: Config; db: Database; clock?: () => Date; examples?: ExampleIds }): App {
+export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
+  const session = createSessionAuth(config.auth, clock)
+  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, now: clock() }),
+    context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
     maskedErrors: { maskError },
     graphiql: config.production ? false : graphiqlOptions(examples),
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
@@ -112,7 +124,8 @@ export function createApp({ config, db, clock = () => new Date(), examples }: { 
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config))
+  app.route('/admin', adminRoutes(config, { clock }))
+  app.route('/internal', internalRoutes(config, verifier))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
@@ -124,5 +137,15 @@ export function createApp({ config, db, clock = () => new Date(), examples }: { 
   app.onError((err, c) => errorResponse(c, err))
 
   const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, routes, close: stopSqlObservation }
+  return {
+    fetch: (request) => Promise.resolve(app.fetch(request)),
+    yoga,
+    verifier,
+    ready: verifier.ready,
+    routes,
+    close: async () => {
+      stopSqlObservation()
+      await verifier.close()
+    },
+  }
 }

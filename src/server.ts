@@ -65,6 +65,7 @@ export async function startGateway(config: Config, { progress = silentProgress }
   progress.update('Opening the database and applying migrations')
   const { db, lock, applied } = await prepareDatabase(config)
   progress.end() // before any log line: both may share the terminal
+  let app: App | undefined
   try {
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
     await upsertAllowlist(config.allowlist)
@@ -76,7 +77,8 @@ export async function startGateway(config: Config, { progress = silentProgress }
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
       hints = seeded.hints ?? (await demoHintsFromDatabase())
     }
-    const app = createApp({ config, db, examples: hints && exampleIdsFromHints(hints) })
+    app = createApp({ config, db, examples: hints && exampleIdsFromHints(hints) })
+    await app.ready
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
@@ -99,12 +101,13 @@ export async function startGateway(config: Config, { progress = silentProgress }
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
         await done
         clearTimeout(timer)
-        app.close()
+        await app?.close()
         await db.close()
         await lock?.release()
       })())
     return { url, app, db, hints, close }
   } catch (e) {
+    await app?.close().catch(() => {})
     await db.close().catch(() => {})
     await lock?.release()
     throw e
