@@ -21,7 +21,7 @@ import { internalRoutes } from './http/internal.js'
 import { referenceRoutes } from './http/reference.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
-import { observePool, observeSql, registry } from './metrics.js'
+import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
@@ -91,7 +91,12 @@ export interface App {
 export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
   const session = createSessionAuth(config.auth, clock)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
-  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
+  const verifier = createApiKeyVerifier({
+    prisma: db.prisma,
+    clock,
+    listen: db.pool ? { ...db.pool.options } : undefined,
+    onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
+  })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exampleDocument, exampleIdsFromHints, exampleOperations } from '../src/http/graphiql.js'
 import { importDocument } from '../src/import.js'
 import { packageRoot } from '../src/paths.js'
-import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
+import { createKeysTestApp, type KeysTestApp } from './support/keys.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from './support/explorer-data.js'
 
 // The printed SDL (kept equal to the code's schema by `npm run schema:check`), built with this file's
@@ -34,9 +34,9 @@ function selectedFields(schema: GraphQLSchema, op: OperationDefinitionNode): str
 }
 
 describe(`GraphiQL examples (${testBackend})`, () => {
-  let t: TestApp
+  let t: KeysTestApp
   beforeAll(async () => {
-    t = await createTestApp({}, { clock: () => EXPLORER_NOW })
+    t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET] })
     await importDocument(explorerDocument)
   })
   afterAll(() => t.close())
@@ -49,14 +49,29 @@ describe(`GraphiQL examples (${testBackend})`, () => {
     expect([...roots, ...userFields].filter((f) => !used.has(f))).toEqual([])
   })
 
-  it('validate against the schema and run without errors on real data', async () => {
+  it('validate against the schema and run without errors on real data (key operations with a real wallet session)', async () => {
+    const answers: Record<string, unknown> = {}
     for (const example of exampleOperations(ids)) {
       const document = parse(example.query)
+      const name = (document.definitions[0] as OperationDefinitionNode).name!.value
       expect(validate(schema, document).map((e) => e.message)).toEqual([])
-      const res = await t.graphql(example.query, undefined, example.headers)
-      expect(res.body.errors, example.query.split('\n')[0]).toBeUndefined()
+      // The documented headers name a wallet-session token; the test signs a real one.
+      if (example.headers) expect(example.headers).toEqual({ Authorization: 'Bearer <WALLET_SESSION_JWT>' })
+      const res = await t.graphql(example.query, undefined, example.headers ? await t.session([WALLET]) : {})
+      expect(res.body.errors, name).toBeUndefined()
       expect(res.status).toBe(200)
+      answers[name] = res.body.data
     }
+    expect(answers.CreateApiKey).toMatchObject({ createApiKey: { keyPrefix: 'my-desk', apiKey: expect.stringMatching(/^my-desk_/) } })
+    expect(answers.RevokeApiKey).toEqual({ revokeApiKey: { revoked: true } })
+  })
+
+  it('explain the headers of every operation that needs them', () => {
+    for (const example of exampleOperations(ids).filter((e) => e.headers)) {
+      expect(example.query).toContain('"Authorization": "Bearer <WALLET_SESSION_JWT>"')
+      expect(example.query).toContain('"X-Service-Wallet": "0x…"')
+    }
+    expect(exampleOperations(ids).filter((e) => e.headers).length).toBe(3)
   })
 
   it('give the wallet example real answers with the demo ids', async () => {

@@ -7,11 +7,13 @@ import { loadConfig } from '../src/config.js'
 import { packageVersion } from '../src/http/reference.js'
 import { importDocument } from '../src/import.js'
 import { apiOperations, openApiDocument } from '../src/openapi/operations.js'
-import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from './support/explorer-data.js'
+import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from './support/keys.js'
 
-const ADMIN_TOKEN = 'admin-token-for-openapi-tests'
+const OTHER = '0x00000000000000000000000000000000000000b2' // allowlisted, no key
+const STRANGER = '0x00000000000000000000000000000000000000c3' // not allowlisted
+const LISTED_LATER = '0x00000000000000000000000000000000000000d4'
 
 type Doc = ReturnType<typeof openApiDocument>
 interface Operation {
@@ -34,7 +36,7 @@ const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'cont
 const admin = (init: RequestInit, token = ADMIN_TOKEN): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } })
 
 describe(`OpenAPI document (${testBackend})`, () => {
-  let t: TestApp
+  let t: KeysTestApp
   let noAdmin: App
   let doc: Doc
   const ajv = new Ajv2020({ allErrors: true, strict: true })
@@ -44,7 +46,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
   ajv.addKeyword({ keyword: 'components' })
 
   beforeAll(async () => {
-    t = await createTestApp({ ADMIN_TOKEN }, { clock: () => EXPLORER_NOW })
+    t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET, OTHER] })
     await importDocument(explorerDocument)
     noAdmin = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db })
     const res = await t.request('/openapi.json')
@@ -54,7 +56,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
     ajv.addSchema({ $id: 'https://vaultgate.test/openapi.json', components: doc.components })
   })
   afterAll(async () => {
-    noAdmin.close()
+    await noAdmin.close()
     await t.close()
   })
 
@@ -155,6 +157,51 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/v1/users/0x123/vaults/${fullVault.id}/summary`, status: 400 },
       { path: `/v1/users/${WALLET}/vaults/beta-eth/summary`, status: 404 },
     ]
+    // Key management, as the wallet-session holder (spec §7's statuses), then operator and internal routes.
+    const session = (wallets: string[], extra: Record<string, string> = {}) => t.session(wallets, extra)
+    const key = async (method: string, headers: Record<string, string>, body?: unknown): Promise<RequestInit> => ({
+      method,
+      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const two = [WALLET, OTHER]
+    for (const method of ['POST', 'GET', 'DELETE']) {
+      const body = method === 'POST' ? {} : undefined
+      cases.push(
+        { path: '/v1/apiKey', init: await key(method, await session([WALLET]), method === 'POST' ? { keyPrefix: 'openapi' } : undefined), status: 200 },
+        { path: '/v1/apiKey', init: await key(method, await session([OTHER]), body), status: 200 },
+        { path: '/v1/apiKey', init: await key(method, await session(two), body), status: 400 },
+        { path: '/v1/apiKey', init: await key(method, await session([WALLET], { 'x-service-wallet': 'nope' }), body), status: 400 },
+        { path: '/v1/apiKey', init: await key(method, {}, body), status: 401 },
+        { path: '/v1/apiKey', init: await key(method, await session([STRANGER]), body), status: 403 },
+        { path: '/v1/apiKey', init: await key(method, await session(two, { 'x-service-wallet': STRANGER }), body), status: 403 },
+      )
+    }
+    cases.push({ path: '/v1/apiKey', init: await key('POST', await session([WALLET]), { keyPrefix: 'not a prefix' }), status: 400 })
+    const created = await t.create(WALLET)
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+    const verify = (apiKey: unknown, token = INTERNAL_TOKEN) => key('POST', bearer(token), { apiKey })
+    cases.push(
+      { path: '/internal/v1/apiKey/verify', init: await verify(created.body.data.apiKey), status: 200 },
+      { path: '/internal/v1/apiKey/verify', init: await verify('vaultgate_unknown'), status: 200 },
+      { path: '/internal/v1/apiKey/verify', init: await verify(''), status: 400 },
+      { path: '/internal/v1/apiKey/verify', init: await verify('x', 'wrong-token-of-enough-length'), status: 401 },
+      { app: noAdmin, path: '/internal/v1/apiKey/verify', init: await verify('x'), status: 404 },
+      { path: '/admin/allowlist', init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },
+      { path: '/admin/allowlist', init: { headers: bearer('wrong-token-of-enough-length') }, status: 401 },
+      { app: noAdmin, path: '/admin/allowlist', status: 404 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('PUT', bearer(ADMIN_TOKEN), { note: 'contract test' }), status: 200 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('PUT', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: '/admin/allowlist/0x123', init: await key('PUT', bearer(ADMIN_TOKEN)), status: 400 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('PUT', bearer('wrong-token-of-enough-length')), status: 401 },
+      { app: noAdmin, path: `/admin/allowlist/${LISTED_LATER}`, init: { method: 'PUT' }, status: 404 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: '/admin/allowlist/0x123', init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 400 },
+      { path: `/admin/allowlist/${LISTED_LATER}`, init: await key('DELETE', bearer('wrong-token-of-enough-length')), status: 401 },
+      { app: noAdmin, path: `/admin/allowlist/${LISTED_LATER}`, init: { method: 'DELETE' }, status: 404 },
+    )
+
     // Conditional requests: a 304 for each cacheable route, with the ETag of its own last answer.
     for (const path of ['/v1/vaults', `/v1/vaults/${fullVault.id}/composition`, series]) {
       cases.push({ path, init: { headers: { 'if-none-match': (await t.request(path)).headers.get('etag')! } }, status: 304 })

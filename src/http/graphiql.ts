@@ -36,6 +36,51 @@ export interface ExampleOperation {
   headers?: Record<string, string>
 }
 
+// Key management acts for the wallet of the caller's wallet session, so these need headers.
+const SESSION_HEADERS = { Authorization: 'Bearer <WALLET_SESSION_JWT>' }
+const SESSION_HELP = `# Needs a wallet session: open Headers (below) and enter
+#   {"Authorization": "Bearer <WALLET_SESSION_JWT>"}
+# with the JWT of your embedded-wallet identity provider. If
+# the token holds several EVM wallets, add the one to act for:
+#   "X-Service-Wallet": "0x…"
+# The wallet must be on the allowlist.`
+
+const SESSION_SHORT = `# Headers: {"Authorization": "Bearer <WALLET_SESSION_JWT>"},
+# plus "X-Service-Wallet": "0x…" when the token holds several
+# EVM wallets (see ApiKey above).`
+
+const apiKeyExamples: ExampleOperation[] = [
+  {
+    query: `# The caller's active API key (null when it has none).
+${SESSION_HELP}
+query ApiKey {
+  apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# Creates an API key for the order exchange, revoking the
+# previous one. apiKey (the raw key) is shown this once: keep it
+# in a server-side secret store.
+${SESSION_SHORT}
+mutation CreateApiKey {
+  createApiKey(keyPrefix: "my-desk") { id keyPrefix createdAtMs expiresAtMs apiKey }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# Revokes the caller's key; revoked is false when it had none.
+${SESSION_SHORT}
+mutation RevokeApiKey {
+  revokeApiKey { revoked }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+]
+
 export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOperation[] {
   return [
     {
@@ -98,6 +143,7 @@ query Wallet {
 }
 `,
     },
+    ...apiKeyExamples,
   ]
 }
 

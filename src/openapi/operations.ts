@@ -1,4 +1,6 @@
 import { z } from 'zod'
+import { EVM_ADDRESS } from '../auth/wallets.js'
+import type { Param } from '../rest/params.js'
 import { restRoutes } from '../rest/routes.js'
 import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
 import { VaultSchema } from '../rest/vault-routes.js'
@@ -79,6 +81,23 @@ const ImportDocument = component(
 
 const ImportCounts = z.object({ vaults: z.int(), compositions: z.int(), transactions: z.int() }).meta({ description: 'Rows written (inserted or updated) per kind.' })
 
+const walletParam: Param<string> = {
+  description: 'A wallet address: 0x and 40 hex digits, any case (stored lowercase).',
+  schema: { type: 'string', pattern: EVM_ADDRESS.source },
+  example: '0x8ba1f109551bd432803012645ac136ddd64dba72',
+  parse: (text) => text ?? '',
+}
+const AllowlistEntry = component(
+  'AllowlistEntry',
+  z.object({
+    address: z.string(),
+    note: z.string().nullable(),
+    createdAtMs: z.int().min(0).meta({ description: 'When the address was added, Unix time in milliseconds.' }),
+  }),
+)
+const admin = { tags: ['Admin'], security: ['adminToken' as const] }
+const adminErrors = ['unauthorized', { code: 'not_found' as const, status: 404 }] as const
+
 const text = (contentType: string) => ({ contentTypes: [contentType], textSchema: { type: 'string' } })
 // Yoga answers in the GraphQL-over-HTTP media type when the client accepts it, else in plain JSON.
 const GRAPHQL_TYPES = ['application/graphql-response+json', 'application/json']
@@ -153,6 +172,73 @@ export const httpOperations: OperationDoc[] = [
     errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
     body: { schema: ImportDocument, required: true },
     responses: { 200: { description: 'Rows written.', schema: component('ImportResult', envelope(ImportCounts)) } },
+  },
+  {
+    ...admin,
+    method: 'GET',
+    path: '/admin/allowlist',
+    operationId: 'adminListAllowlist',
+    summary: 'List the allowlist',
+    description: 'The wallets that may hold API keys (also `vaultgate allowlist list`).',
+    errors: [...adminErrors],
+    responses: { 200: { description: 'Every entry.', schema: component('AllowlistList', envelope(z.object({ items: z.array(AllowlistEntry) }))) } },
+  },
+  {
+    ...admin,
+    method: 'PUT',
+    path: '/admin/allowlist/{address}',
+    operationId: 'adminAddToAllowlist',
+    summary: 'Add a wallet to the allowlist',
+    description: 'Idempotent; an existing entry keeps its date and takes the new note when one is given.',
+    params: { address: walletParam },
+    body: { schema: component('AllowlistNote', z.strictObject({ note: z.string().max(500).nullable().optional() })), required: false },
+    errors: ['bad_request', ...adminErrors],
+    responses: { 200: { description: 'The entry; `added` is false when it was there already.', schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))) } },
+  },
+  {
+    ...admin,
+    method: 'DELETE',
+    path: '/admin/allowlist/{address}',
+    operationId: 'adminRemoveFromAllowlist',
+    summary: 'Remove a wallet from the allowlist',
+    description: "Removes the entry and, in the same transaction, revokes the wallet's API key; verifications see it at once.",
+    params: { address: walletParam },
+    errors: ['bad_request', ...adminErrors],
+    responses: {
+      200: {
+        description: '`removed` is false when the address was not listed; `revokedKeyId` names the key revoked with it.',
+        schema: component('AllowlistRemoved', envelope(z.object({ address: z.string(), removed: z.boolean(), revokedKeyId: z.string().nullable() }))),
+      },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/internal/v1/apiKey/verify',
+    operationId: 'verifyApiKey',
+    summary: 'Verify an API key (order exchange)',
+    description:
+      'Whether a presented key is active, and for which wallet. State is at most 30 s old (revocations on this or another instance apply at once). When key state cannot be read the answer is 503: refuse the key.',
+    tags: ['Internal'],
+    security: ['internalToken'],
+    body: { schema: component('VerifyApiKeyRequest', z.object({ apiKey: z.string().min(1) })), required: true },
+    errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
+    responses: {
+      200: {
+        description: 'The verdict; `reason` says why an inactive key is inactive.',
+        schema: component(
+          'ApiKeyVerdict',
+          envelope(
+            z.object({
+              active: z.boolean(),
+              wallet: z.string().nullable(),
+              keyId: z.string().nullable(),
+              expiresAtMs: z.int().nullable(),
+              reason: z.enum(['unknown', 'revoked', 'expired', 'not_whitelisted']).nullable().meta({ description: 'Null when active.' }),
+            }),
+          ),
+        ),
+      },
+    },
   },
 ]
 
