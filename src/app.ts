@@ -14,11 +14,14 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { explorerRoutes } from './http/explorer.js'
+import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { internalRoutes } from './http/internal.js'
+import { referenceRoutes } from './http/reference.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
-import { observePool, observeSql, registry } from './metrics.js'
+import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
@@ -75,21 +78,31 @@ export interface App {
   verifier: ApiKeyVerifier
   /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
   ready: Promise<void>
+  /** Every route the app serves (method and Hono path), for the documentation checks. */
+  routes: { method: string; path: string }[]
   /** Stops background work (not the database: its owner closes it). */
   close(): Promise<void>
 }
 
-/** `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens. */
-export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
+/**
+ * `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens.
+ * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
+ */
+export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
   const session = createSessionAuth(config.auth, clock)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
-  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
+  const verifier = createApiKeyVerifier({
+    prisma: db.prisma,
+    clock,
+    listen: db.pool ? { ...db.pool.options } : undefined,
+    onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
+  })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
     context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
     maskedErrors: { maskError },
-    graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    graphiql: config.production ? false : graphiqlOptions(examples),
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     renderGraphiQL,
     landingPage: false,
@@ -121,15 +134,20 @@ export function createApp({ config, db, clock = systemClock }: { config: Config;
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
+  // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
+  app.route('/', referenceRoutes())
+  app.route('/', explorerRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
   app.onError((err, c) => errorResponse(c, err))
 
+  const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
   return {
     fetch: (request) => Promise.resolve(app.fetch(request)),
     yoga,
     verifier,
     ready: verifier.ready,
+    routes,
     close: async () => {
       stopSqlObservation()
       await verifier.close()

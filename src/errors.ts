@@ -12,10 +12,11 @@ export type ErrorCode =
   | 'wallet_required'
   | 'wallet_not_connected'
 
-const KNOWN_CODES = new Set<string>([
+export const ERROR_CODES: readonly ErrorCode[] = [
   'bad_request', 'not_found', 'rate_limited', 'internal', 'unavailable',
   'unauthorized', 'not_whitelisted', 'wallet_required', 'wallet_not_connected',
-])
+]
+const KNOWN_CODES = new Set<string>(ERROR_CODES)
 
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && KNOWN_CODES.has(code)
 
@@ -35,7 +36,7 @@ export function asAppError(e: unknown): AppError | undefined {
   return new AppError(e.extensions.code, e.message, { status: http?.status, headers: http?.headers })
 }
 
-const defaultStatus: Record<ErrorCode, number> = {
+export const defaultStatus: Readonly<Record<ErrorCode, number>> = {
   bad_request: 400,
   not_found: 404,
   rate_limited: 429,

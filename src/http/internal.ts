@@ -4,6 +4,7 @@ import type { Config } from '../config.js'
 import { AppError, badRequest } from '../errors.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
 import { logger } from '../log.js'
+import { keyVerifications } from '../metrics.js'
 import { bearerMatches } from './auth.js'
 import type { AppEnv } from './env.js'
 
@@ -35,10 +36,12 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
       if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
       try {
         const data = await verifier.verify(apiKey)
+        keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
         c.header('Cache-Control', 'no-store')
         return c.json({ status: 'ok', data, server_time_ms: Date.now() })
       } catch (e) {
         if (!(e instanceof VerifierUnavailableError)) throw e
+        keyVerifications.inc({ result: 'unavailable' })
         // Fail closed: the exchange must refuse the key, and must not take it for an unknown one.
         logger.error({ err: e.cause }, 'API key verification unavailable')
         throw new AppError('unavailable', 'API key state cannot be checked right now; refuse the key and retry shortly.')
