@@ -17,6 +17,10 @@ import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
+import { protectionPlugins } from './graphql-protection.js'
+import { answerError, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
+import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
 
 /**
  * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
@@ -64,8 +68,10 @@ export const useValidationErrorCodes = (): Plugin => ({
 export type Yoga = YogaServerInstance<Record<string, never>, Context>
 
 export interface App {
-  fetch: (request: Request) => Promise<Response>
+  /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
+  fetch: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
+  limits: RateLimits
   /** Detaches the app's process-wide observers (the database is closed by its owner). */
   close(): void
 }
@@ -77,12 +83,14 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     graphqlEndpoint: '/graphql',
     context: ({ request }) => createContext({ request, now: clock() }),
     maskedErrors: { maskError },
-    graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    graphiql: !config.graphql.graphiql ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     renderGraphiQL,
     landingPage: false,
     logging: false,
-    plugins: [useValidationErrorCodes(), useOperationMetrics()],
+    // CORS is answered by Hono (corsFor): Yoga's default would reflect any origin.
+    cors: false,
+    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
   })
 
   const app = new Hono<AppEnv>()
@@ -93,6 +101,15 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     c.header('X-Request-Id', requestId)
   })
   app.use('*', requestObservability)
+
+  // Hardening (README "Under faults and abuse"): security headers and CORS; on the public routes a
+  // body size limit, a per-client-IP rate limit and a deadline per request.
+  const limits = createRateLimits(config)
+  app.use('*', securityHeaders, contentSecurityPolicy)
+  app.use('/graphql', explainNotAcceptable)
+  for (const path of ['/graphql', '/v1/*']) {
+    app.use(path, corsFor(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
+  }
   observePool(db.pool)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
@@ -110,7 +127,15 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
   app.route('/v1', v1)
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
-  app.onError((err, c) => errorResponse(c, err))
+  app.onError(answerError)
 
-  return { fetch: (request) => Promise.resolve(app.fetch(request)), yoga, close: stopSqlObservation }
+  return {
+    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
+    yoga,
+    limits,
+    close: () => {
+      stopSqlObservation()
+      limits.close()
+    },
+  }
 }

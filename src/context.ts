@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { requestSignal } from './http/limits.js'
 import { createLoaders, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
@@ -8,6 +9,8 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
+  signal: AbortSignal
 }
 
 /** The one context factory, used by GraphQL and the REST shim alike. */
@@ -21,5 +24,6 @@ export function createContext({ request, requestId, now }: { request: Request; r
       return loaders
     },
     now: now ?? new Date(),
+    signal: requestSignal(request),
   }
 }
