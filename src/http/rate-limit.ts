@@ -26,6 +26,8 @@ export interface RateLimits {
   consume(bucket: Bucket, key: string): Promise<void>
   /** Where the counters live: `redis` (shared by every instance) or `memory` (this process only). */
   readonly store: 'redis' | 'memory'
+  /** True when the counters are where `store` says (Redis connected, or in-process). */
+  ready(): Promise<boolean>
   close(): void
 }
 
@@ -79,6 +81,7 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
 
   return {
     store: redis ? 'redis' : 'memory',
+    ready: async () => !redis || redis.status === 'ready',
     async consume(bucket, key) {
       if (points[bucket] <= 0) return
       // Keys in the store are hashes: never a raw API key, wallet or IP in Redis.
