@@ -18,7 +18,7 @@ import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
 import { protectionPlugins } from './graphql-protection.js'
-import { answerError, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
 import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
 import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
 
@@ -107,6 +107,7 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
   const limits = createRateLimits(config)
   app.use('*', securityHeaders, contentSecurityPolicy)
   app.use('/graphql', explainNotAcceptable)
+  app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
     app.use(path, corsFor(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
   }

@@ -48,6 +48,27 @@ export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
 }
 
 /**
+ * Answers `unavailable` after `ms` whatever the handler is waiting for (the handler's own work is
+ * left to finish or fail). For probes such as /readyz, which must answer even when the database
+ * neither answers nor refuses (a network partition).
+ */
+export function answerWithin(ms: number, message: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AppError('unavailable', message)), ms)
+    })
+    const work = next()
+    work.catch(() => {})
+    try {
+      await Promise.race([work, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/**
  * Errors raised before Yoga sees a /graphql request (body too large, rate limited) answered as a
  * GraphQL response, with the same codes and HTTP status as REST.
  */
