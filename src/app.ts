@@ -4,6 +4,9 @@ import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
+import { resolveViewer } from './auth/viewer.js'
+import { createSessionAuth } from './auth/session.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
 import type { Database } from './db.js'
@@ -12,6 +15,8 @@ import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { internalRoutes } from './http/internal.js'
+import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
 import { observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
@@ -19,6 +24,7 @@ import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
 import { protectionPlugins } from './graphql-protection.js'
 import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { guardKeyManagement } from './http/key-guard.js'
 import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
 import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
 
@@ -72,16 +78,25 @@ export interface App {
   fetch: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
   limits: RateLimits
-  /** Detaches the app's process-wide observers (the database is closed by its owner). */
-  close(): void
+  /** The API key verifier behind /internal/v1/apiKey/verify. */
+  verifier: ApiKeyVerifier
+  /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
+  ready: Promise<void>
+  /** Stops background work (not the database: its owner closes it). */
+  close(): Promise<void>
 }
 
-/** `clock` gives each request its `now` (tests pin it; time windows such as "7d" end there). */
-export function createApp({ config, db, clock = () => new Date() }: { config: Config; db: Database; clock?: () => Date }): App {
+/** `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens. */
+export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
+  const session = createSessionAuth(config.auth, clock)
+  // Rate-limit counters (in Redis when REDIS_URL is set): see the hardening block below.
+  const limits = createRateLimits(config)
+  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, listen: db.pool ? { ...db.pool.options } : undefined })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, now: clock() }),
+    context: ({ request }) => guardKeyManagement(createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), { limits, config }),
     maskedErrors: { maskError },
     graphiql: !config.graphql.graphiql ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
@@ -104,7 +119,6 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
 
   // Hardening (README "Under faults and abuse"): security headers and CORS; on the public routes a
   // body size limit, a per-client-IP rate limit and a deadline per request.
-  const limits = createRateLimits(config)
   app.use('*', securityHeaders, contentSecurityPolicy)
   app.use('/graphql', explainNotAcceptable)
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
@@ -122,7 +136,8 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config))
+  app.route('/admin', adminRoutes(config, { clock }))
+  app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
@@ -134,9 +149,12 @@ export function createApp({ config, db, clock = () => new Date() }: { config: Co
     fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
     yoga,
     limits,
-    close: () => {
+    verifier,
+    ready: verifier.ready,
+    close: async () => {
       stopSqlObservation()
       limits.close()
+      await verifier.close()
     },
   }
 }

@@ -15,6 +15,7 @@ export const builder = new SchemaBuilder<{
     ID: { Input: string; Output: string }
     Decimal: { Input: string; Output: Decimal | { toFixed(): string } | string }
     DateTime: { Input: Date; Output: Date }
+    UnixMs: { Input: number; Output: Date | number }
   }
 }>({
   plugins: [PrismaPlugin, RelayPlugin],
@@ -33,3 +34,4 @@ export const builder = new SchemaBuilder<{
 })
 
 builder.queryType({})
+builder.mutationType({})

@@ -1,5 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
+import { addToAllowlist, listAllowlist, removeFromAllowlist } from './allowlist.js'
+import { EVM_ADDRESS } from './auth/wallets.js'
+import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirBusyError, readLock } from './embedded-lock.js'
 import { createLogger, setLogger } from './log.js'
@@ -94,6 +97,11 @@ export const commands: Record<string, Command> = {
       out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
     },
   },
+  allowlist: {
+    usage: 'vaultgate allowlist add|remove|list [ADDRESS] [NOTE]',
+    summary: 'Manage the wallets that may hold API keys; removing one revokes its key.',
+    run: allowlistCommand,
+  },
   import: {
     usage: 'vaultgate import FILE',
     summary: 'Load a JSON document {"vaults":[…],"compositions":[…],"transactions":[…]} in one transaction.',
@@ -121,6 +129,44 @@ export const commands: Record<string, Command> = {
       out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
     },
   },
+}
+
+interface AllowlistEntryJson {
+  address: string
+  note: string | null
+  createdAtMs: number
+}
+
+/** `allowlist add|remove|list`: through the running gateway's admin API when it owns the embedded data directory. */
+async function allowlistCommand(args: string[], config: Config): Promise<void> {
+  const [action, rawAddress, ...noteWords] = args
+  if (action !== 'add' && action !== 'remove' && action !== 'list') throw new UsageError('allowlist needs add, remove or list.')
+  if (action === 'list') {
+    const url = await runningGateway(config)
+    const items = url
+      ? ((await callAdmin(config, url, 'GET', '/allowlist')) as { items: AllowlistEntryJson[] }).items
+      : await withDatabase(config, async () => (await listAllowlist()).map((e) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })))
+    if (items.length === 0) out('The allowlist is empty.')
+    for (const e of items) out(`${e.address}  ${new Date(e.createdAtMs).toISOString()}${e.note ? `  ${e.note}` : ''}`)
+    return
+  }
+  if (!rawAddress) throw new UsageError(`allowlist ${action} needs an ADDRESS.`)
+  if (!EVM_ADDRESS.test(rawAddress)) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
+  const address = rawAddress.toLowerCase()
+  const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
+  const url = await runningGateway(config)
+  if (action === 'add') {
+    const { added } = url
+      ? ((await callAdmin(config, url, 'PUT', `/allowlist/${address}`, note === undefined ? undefined : JSON.stringify({ note }))) as { added: boolean })
+      : await withDatabase(config, () => addToAllowlist(address, note))
+    out(added ? `Added ${address} to the allowlist.` : `${address} was already on the allowlist${note === undefined ? '' : '; its note is updated'}.`)
+    return
+  }
+  const { removed, revokedKeyId } = url
+    ? ((await callAdmin(config, url, 'DELETE', `/allowlist/${address}`)) as { removed: boolean; revokedKeyId: string | null })
+    : await withDatabase(config, () => removeFromAllowlist(address, systemClock))
+  const key = revokedKeyId ? ` Its API key ${revokedKeyId} is revoked.` : ''
+  out(removed ? `Removed ${address} from the allowlist.${key}` : `${address} was not on the allowlist.${key}`)
 }
 
 function help(): string {

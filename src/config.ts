@@ -92,6 +92,10 @@ const env = z.object({
   AUTH_JWKS_FILE: z.string().min(1).optional(),
   AUTH_ISSUER: z.string().min(1).optional(),
   AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_REQUIRED_SCOPE: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(/[\s,]+/).filter(Boolean)),
   ALLOWLIST: z
     .string()
     .optional()
@@ -150,7 +154,14 @@ export interface Config {
   seedDemo: boolean
   adminToken: string | undefined
   internalToken: string | undefined
-  auth: { jwksUrl: string | undefined; jwksFile: string | undefined; issuer: string | undefined; audience: string | undefined }
+  auth: {
+    jwksUrl: string | undefined
+    jwksFile: string | undefined
+    issuer: string | undefined
+    audience: string | undefined
+    /** Scopes the token's `scope` claim must all hold (e.g. Dynamic's `user:basic`); empty = no check. */
+    requiredScopes: string[]
+  }
   allowlist: string[]
   redisUrl: string | undefined
   logLevel: string
@@ -190,7 +201,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     seedDemo: e.SEED_DEMO ?? embedded,
     adminToken: e.ADMIN_TOKEN,
     internalToken: e.INTERNAL_TOKEN,
-    auth: { jwksUrl: e.AUTH_JWKS_URL, jwksFile: e.AUTH_JWKS_FILE, issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE },
+    auth: { jwksUrl: e.AUTH_JWKS_URL, jwksFile: e.AUTH_JWKS_FILE, issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE, requiredScopes: e.AUTH_REQUIRED_SCOPE },
     allowlist: e.ALLOWLIST,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto'
+import type { Viewer } from './auth/viewer.js'
+import { systemClock, type Clock } from './clock.js'
+import { AppError } from './errors.js'
 import { requestSignal } from './http/limits.js'
 import { createLoaders, type Loaders } from './loaders.js'
 
@@ -9,13 +12,32 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** The app's clock (tests inject one); `now` is its reading when the request began. */
+  clock: Clock
+  /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
+  viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
   signal: AbortSignal
 }
 
+const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
+
 /** The one context factory, used by GraphQL and the REST shim alike. */
-export function createContext({ request, requestId, now }: { request: Request; requestId?: string; now?: Date }): Context {
+export function createContext({
+  request,
+  requestId,
+  now,
+  clock = systemClock,
+  authenticate = notConfigured,
+}: {
+  request: Request
+  requestId?: string
+  now?: Date
+  clock?: Clock
+  authenticate?: (request: Request) => Promise<Viewer>
+}): Context {
   let loaders: Loaders | undefined
+  let viewer: Promise<Viewer> | undefined
   return {
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
@@ -23,7 +45,9 @@ export function createContext({ request, requestId, now }: { request: Request; r
       loaders ??= createLoaders()
       return loaders
     },
-    now: now ?? new Date(),
+    now: now ?? clock(),
+    clock,
+    viewer: () => (viewer ??= authenticate(request)),
     signal: requestSignal(request),
   }
 }

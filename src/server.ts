@@ -60,6 +60,7 @@ export async function prepareDatabase(config: Config): Promise<{ db: Database; l
 export async function startGateway(config: Config): Promise<RunningGateway> {
   const started = performance.now()
   const { db, lock, applied } = await prepareDatabase(config)
+  let app: App | undefined
   try {
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
     await upsertAllowlist(config.allowlist)
@@ -69,7 +70,8 @@ export async function startGateway(config: Config): Promise<RunningGateway> {
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
       hints = seeded.hints ?? (await demoHintsFromDatabase())
     }
-    const app = createApp({ config, db })
+    app = createApp({ config, db })
+    await app.ready
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
@@ -92,12 +94,13 @@ export async function startGateway(config: Config): Promise<RunningGateway> {
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
         await done
         clearTimeout(timer)
-        app.close()
+        await app?.close()
         await db.close()
         await lock?.release()
       })())
     return { url, app, db, hints, close }
   } catch (e) {
+    await app?.close().catch(() => {})
     await db.close().catch(() => {})
     await lock?.release()
     throw e

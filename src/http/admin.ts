@@ -1,15 +1,17 @@
 import { Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
+import { systemClock, type Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import { AppError, badRequest } from '../errors.js'
 import { importDocument } from '../import.js'
+import { allowlistRoutes } from './allowlist.js'
 import { bearerMatches } from './auth.js'
 import type { AppEnv } from './env.js'
 
 export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
 
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
-export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void } = {}) {
+export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void; clock?: Clock } = {}) {
   const app = new Hono<AppEnv>()
   app.use('*', async (c, next) => {
     if (!config.adminToken) throw new AppError('not_found', 'Admin routes are disabled (ADMIN_TOKEN is not set).')
@@ -34,5 +36,6 @@ export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataC
       return c.json({ status: 'ok', data: counts, server_time_ms: Date.now() })
     },
   )
+  app.route('/allowlist', allowlistRoutes(hooks.clock ?? systemClock))
   return app
 }

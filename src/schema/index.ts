@@ -5,5 +5,6 @@ import './composition.js'
 import './user.js'
 import './transaction.js'
 import './position.js'
+import './api-key.js'
 
 export const schema = builder.toSchema({ sortSchema: false })

@@ -35,3 +35,15 @@ builder.scalarType('DateTime', {
   parseValue: parseDateTime,
   parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 })
+
+function parseUnixMs(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw badRequest('UnixMs must be a non-negative integer (milliseconds since 1970-01-01T00:00:00Z).')
+  return value
+}
+
+builder.scalarType('UnixMs', {
+  description: 'Unix time in milliseconds, as a JSON integer (beyond the 32-bit range of Int).',
+  serialize: (value) => (value instanceof Date ? value.getTime() : value),
+  parseValue: parseUnixMs,
+  parseLiteral: (ast) => parseUnixMs(ast.kind === Kind.INT ? Number(ast.value) : undefined),
+})

@@ -1,4 +1,5 @@
 import { createApp, type App } from '../../src/app.js'
+import type { Clock } from '../../src/clock.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Database } from '../../src/db.js'
 import { testDatabase } from './db.js'
@@ -13,11 +14,12 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-/** `clock`: the `now` of every request (default: the real time). */
-export async function createTestApp(env: Record<string, string> = {}, { clock }: { clock?: () => Date } = {}): Promise<TestApp> {
+/** `clock`: the app's time for key expiry and key-cache age (a test moves it instead of waiting). */
+export async function createTestApp(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const db = await testDatabase()
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
-  const app = createApp({ config, db, clock })
+  const app = createApp({ config, db, clock: options.clock })
+  await app.ready
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
   return {
     app,
@@ -33,7 +35,7 @@ export async function createTestApp(env: Record<string, string> = {}, { clock }:
       return { status: res.status, body: await res.json() }
     },
     close: async () => {
-      app.close()
+      await app.close()
       await db.close()
     },
   }

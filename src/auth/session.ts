@@ -1,0 +1,133 @@
+import { readFileSync, statSync } from 'node:fs'
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import type { Clock } from '../clock.js'
+import { ConfigError, type Config } from '../config.js'
+import { AppError } from '../errors.js'
+import { logger } from '../log.js'
+
+/** Asymmetric JWS algorithms only: an HMAC "signed" with the public key must never verify. */
+export const SESSION_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519']
+
+/** Longer bearer values are refused before parsing (real session tokens are 1–4 KB). */
+export const MAX_TOKEN_LENGTH = 16 * 1024
+
+/** Allowed clock skew between the identity provider and us, for `exp`, `nbf` and `iat`. */
+export const CLOCK_TOLERANCE_S = 5
+
+// One message for every way a token can be wrong: which check failed is for our logs, not the caller.
+const UNAUTHORIZED = 'A valid wallet-session token is required (Authorization: Bearer <JWT>).'
+
+export const unauthorized = () => new AppError('unauthorized', UNAUTHORIZED, { headers: { 'WWW-Authenticate': 'Bearer' } })
+
+const jwksUnavailable = () => new AppError('unavailable', "The identity provider's signing keys cannot be fetched; try again shortly.")
+
+/** A failure to obtain the key set itself (network, HTTP status, malformed JSON), as opposed to a bad token. */
+class JwksFetchError extends Error {
+  override name = 'JwksFetchError'
+}
+
+// Errors of the key lookup that are about the token (its `alg`/`kid` matches no usable key).
+const TOKEN_KEY_ERRORS = new Set([errors.JWKSNoMatchingKey.code, errors.JWKSMultipleMatchingKeys.code, errors.JOSENotSupported.code])
+
+function keyLookup(resolve: JWTVerifyGetKey): JWTVerifyGetKey {
+  return async (header, token) => {
+    try {
+      return await resolve(header, token)
+    } catch (e) {
+      if (e instanceof errors.JOSEError && TOKEN_KEY_ERRORS.has(e.code)) throw e
+      throw new JwksFetchError('JWKS unavailable', { cause: e })
+    }
+  }
+}
+
+function readJwksFile(file: string): JWTVerifyGetKey {
+  let json: unknown
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (e) {
+    throw new ConfigError(`Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+  }
+  try {
+    return createLocalJWKSet(json as JSONWebKeySet)
+  } catch {
+    throw new ConfigError(`Invalid configuration:\n  AUTH_JWKS_FILE: ${file} is not a JSON Web Key Set ({"keys":[…]})`)
+  }
+}
+
+/** The key set in AUTH_JWKS_FILE, read at boot and again when it changed and a token names a key it lacks (rotation). */
+function fileKeys(file: string): JWTVerifyGetKey {
+  let keys = readJwksFile(file)
+  let mtime = statSync(file).mtimeMs
+  return async (header, token) => {
+    try {
+      return await keys(header, token)
+    } catch (e) {
+      if (!(e instanceof errors.JWKSNoMatchingKey)) throw e
+      const now = statSync(file, { throwIfNoEntry: false })?.mtimeMs
+      if (now === undefined || now === mtime) throw e
+      try {
+        keys = readJwksFile(file)
+        mtime = now
+      } catch {
+        throw new JwksFetchError('AUTH_JWKS_FILE became unreadable')
+      }
+      return keys(header, token)
+    }
+  }
+}
+
+/** `scope` as OAuth writes it (space-separated) or as an array; every required scope must be present. */
+export function hasScopes(scope: unknown, required: string[]): boolean {
+  if (required.length === 0) return true
+  const held = typeof scope === 'string' ? scope.split(' ') : Array.isArray(scope) ? scope : []
+  return required.every((s) => held.includes(s))
+}
+
+export interface SessionAuth {
+  /** The verified claims of a bearer token; AppError `unauthorized` (401) or `unavailable` (503) otherwise. */
+  verify(token: string): Promise<JWTPayload>
+}
+
+/** Verifies wallet-session JWTs (decisions.md §7); undefined when neither AUTH_JWKS_URL nor AUTH_JWKS_FILE is set. */
+export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAuth | undefined {
+  let resolve: JWTVerifyGetKey
+  if (auth.jwksUrl) {
+    // jose caches the set (10 min), refetches on an unknown `kid` at most every 30 s (cooldown), 5 s fetch timeout.
+    resolve = createRemoteJWKSet(new URL(auth.jwksUrl))
+  } else if (auth.jwksFile) {
+    resolve = fileKeys(auth.jwksFile)
+  } else {
+    return undefined
+  }
+  const getKey = keyLookup(resolve)
+  return {
+    async verify(token) {
+      if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw unauthorized()
+      try {
+        const { payload } = await jwtVerify(token, getKey, {
+          algorithms: SESSION_ALGORITHMS,
+          requiredClaims: ['exp'],
+          issuer: auth.issuer,
+          audience: auth.audience,
+          clockTolerance: CLOCK_TOLERANCE_S,
+          currentDate: clock(),
+        })
+        if (!hasScopes(payload.scope, auth.requiredScopes)) throw new errors.JWTClaimValidationFailed('missing scope', payload, 'scope', 'check_failed')
+        return payload
+      } catch (e) {
+        if (e instanceof JwksFetchError) {
+          logger.warn({ err: e.cause ?? e, jwks: auth.jwksUrl ?? auth.jwksFile }, 'wallet-session keys unavailable')
+          throw jwksUnavailable()
+        }
+        logger.debug({ reason: e instanceof errors.JOSEError ? e.code : 'invalid' }, 'wallet-session token refused')
+        throw unauthorized()
+      }
+    },
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined. */
+export function bearerToken(header: string | null | undefined): string | undefined {
+  const match = /^Bearer +(\S+) *$/i.exec(header ?? '')
+  return match?.[1]
+}

@@ -1,0 +1,58 @@
+import { AppError } from '../errors.js'
+
+export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const evm = (v: unknown): string | undefined => (typeof v === 'string' && EVM_ADDRESS.test(v) ? v.toLowerCase() : undefined)
+
+/** Privy puts `linked_accounts` in its identity token as a JSON string; other issuers as an array. */
+function arrayClaim(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value
+  if (typeof value === 'string') {
+    try {
+      const parsed: unknown = JSON.parse(value)
+      return Array.isArray(parsed) ? parsed : []
+    } catch {
+      return []
+    }
+  }
+  return []
+}
+
+/**
+ * The EVM wallets a wallet-session token holds, lowercase and without duplicates, from the three
+ * claim shapes of decisions.md §7:
+ * - Dynamic: `verified_credentials[]` with `format: "blockchain"`, `chain: "eip155"`, `address`;
+ * - Privy: `linked_accounts` (array or JSON string) with `type: "wallet"`, `chain_type: "ethereum"`, `address`;
+ * - plain: `wallets`, an array of address strings or of objects with `address`.
+ * Entries of other chains, or whose address is not an EVM address, are ignored.
+ */
+export function walletsFromClaims(payload: Record<string, unknown>): string[] {
+  const found: (string | undefined)[] = []
+  for (const c of arrayClaim(payload.verified_credentials)) {
+    if (isObject(c) && c.format === 'blockchain' && c.chain === 'eip155') found.push(evm(c.address))
+  }
+  for (const a of arrayClaim(payload.linked_accounts)) {
+    if (isObject(a) && a.type === 'wallet' && a.chain_type === 'ethereum') found.push(evm(a.address))
+  }
+  for (const w of arrayClaim(payload.wallets)) found.push(isObject(w) ? evm(w.address) : evm(w))
+  return [...new Set(found.filter((a): a is string => a !== undefined))]
+}
+
+/**
+ * The wallet a request acts for (spec §5 and §7): the token's only wallet, or the one
+ * `X-Service-Wallet` names. The header, when given, must name a wallet of the token even when
+ * the token holds just one.
+ */
+export function selectWallet(wallets: string[], header: string | null | undefined): string {
+  if (wallets.length === 0) throw new AppError('wallet_required', 'The session token holds no EVM wallet.')
+  const named = header?.trim()
+  if (named === undefined || named === '') {
+    if (wallets.length === 1) return wallets[0]!
+    throw new AppError('wallet_required', 'The session token holds several EVM wallets; name one in the X-Service-Wallet header.', { status: 400 })
+  }
+  if (!EVM_ADDRESS.test(named)) throw new AppError('bad_request', 'X-Service-Wallet must be an EVM address (0x followed by 40 hex digits).')
+  const wallet = named.toLowerCase()
+  if (!wallets.includes(wallet)) throw new AppError('wallet_not_connected', 'X-Service-Wallet names a wallet that the session token does not hold.')
+  return wallet
+}

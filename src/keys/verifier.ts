@@ -1,0 +1,241 @@
+import pg from 'pg'
+import { systemClock, type Clock } from '../clock.js'
+import type { PrismaClient } from '../generated/prisma/client.js'
+import { onWalletKeysChanged } from './changes.js'
+import { digestOf, looksLikeRawKey } from './format.js'
+import { listenForKeyChanges, type KeyChangeListener } from './listener.js'
+
+export type InactiveReason = 'unknown' | 'revoked' | 'expired' | 'not_whitelisted'
+
+/** decisions.md §7: what the order exchange learns about a presented key. */
+export interface VerifyResult {
+  active: boolean
+  wallet: string | null
+  keyId: string | null
+  expiresAtMs: number | null
+  /** Null when active. */
+  reason: InactiveReason | null
+}
+
+/** The key state could not be read (database unreachable): callers must refuse the key, not call it unknown. */
+export class VerifierUnavailableError extends Error {
+  override name = 'VerifierUnavailableError'
+}
+
+interface KeyState {
+  id: string
+  wallet: string
+  expiresAtMs: number
+  revokedAtMs: number | null
+  revokeReason: string | null
+  allowlisted: boolean
+}
+
+interface Entry {
+  /** Null: no key has this digest. */
+  state: KeyState | null
+  /** Clock reading taken before the read started, so an entry is never older than it claims. */
+  loadedAt: number
+}
+
+export interface ApiKeyVerifierOptions {
+  /** The gateway's Prisma client (one of `prisma` and `lookup` is required). */
+  prisma?: Pick<PrismaClient, '$queryRawUnsafe'>
+  /** Instead of `prisma`: how to read one key's state (e.g. through a pg pool). */
+  lookup?: Lookup
+  clock?: Clock
+  /** How long key state may be served from memory; at most 30 s (spec §8). */
+  cacheTtlMs?: number
+  /** Bound on cached digests (known and unknown); the oldest go first. */
+  maxEntries?: number
+  /** Also drop cached state when this process revokes a key (default true). */
+  localInvalidation?: boolean
+  /** PostgreSQL connection for LISTEN: revocations committed by other instances reach this cache at once. */
+  listen?: pg.ClientConfig
+}
+
+export interface ApiKeyVerifier {
+  verify(rawKey: string): Promise<VerifyResult>
+  /** Drops cached state of one wallet's keys. */
+  invalidateWallet(wallet: string): void
+  /** Drops all cached state. */
+  clear(): void
+  /** Resolves once LISTEN is active (or its first attempt failed; it keeps retrying). */
+  readonly ready: Promise<void>
+  close(): Promise<void>
+}
+
+export const MAX_CACHE_TTL_MS = 30_000
+
+const inactive = (reason: InactiveReason, s: KeyState | null): VerifyResult => ({
+  active: false,
+  wallet: s?.wallet ?? null,
+  keyId: s?.id ?? null,
+  expiresAtMs: s?.expiresAtMs ?? null,
+  reason,
+})
+
+/**
+ * The answer for a key state at `now`. Precedence: revoked (reported by why: a key revoked because
+ * it had expired is `expired`, one revoked by an allowlist removal is `not_whitelisted`), then
+ * expired, then a wallet no longer on the allowlist.
+ */
+export function judge(s: KeyState | null, now: number): VerifyResult {
+  if (!s) return inactive('unknown', null)
+  if (s.revokedAtMs !== null) {
+    return inactive(s.revokeReason === 'expired' ? 'expired' : s.revokeReason === 'allowlist_removed' ? 'not_whitelisted' : 'revoked', s)
+  }
+  if (now >= s.expiresAtMs) return inactive('expired', s)
+  if (!s.allowlisted) return inactive('not_whitelisted', s)
+  return { active: true, wallet: s.wallet, keyId: s.id, expiresAtMs: s.expiresAtMs, reason: null }
+}
+
+/** One row of KEY_STATE_SQL. */
+export interface KeyStateRow {
+  id: string
+  wallet: string
+  expires_at: Date
+  revoked_at: Date | null
+  revoke_reason: string | null
+  allowlisted: boolean
+}
+type Row = KeyStateRow
+
+/** Reads the state of the key with a digest: zero or one row. */
+export type Lookup = (digest: string) => Promise<KeyStateRow[]>
+
+const KEY_STATE_SQL = `
+  SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, k.revoke_reason::text AS revoke_reason,
+         (a.address IS NOT NULL) AS allowlisted
+  FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet
+  WHERE k.digest = $1`
+
+function prismaLookup(client: Pick<PrismaClient, '$queryRawUnsafe'>): Lookup {
+  // The SQL is a constant; the digest travels as a bind parameter.
+  return (digest) => client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
+}
+
+/**
+ * Checks API keys for the order exchange. Key state is cached per digest for at most `cacheTtlMs`;
+ * expiry is judged on every call against the clock; revocations by this process drop the cache at
+ * once, and with `listen`, so do revocations committed by other instances (NOTIFY), the TTL being
+ * the fallback while that connection is down. When the state must be read and the database cannot
+ * be reached, `verify` throws VerifierUnavailableError (fail closed).
+ */
+export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVerifier {
+  const clock = options.clock ?? systemClock
+  const nowMs = () => clock().getTime()
+  const ttl = Math.min(options.cacheTtlMs ?? MAX_CACHE_TTL_MS, MAX_CACHE_TTL_MS)
+  const maxEntries = options.maxEntries ?? 10_000
+  const cache = new Map<string, Entry>()
+  const loading = new Map<string, Promise<Entry>>()
+  // Bumped by every invalidation: a read that started before it must not refill the cache with
+  // what may be the state from before the revocation.
+  let epoch = 0
+
+  // New calls after an invalidation must not join a read that may have started before it.
+  const invalidateWallet = (wallet: string) => {
+    epoch++
+    loading.clear()
+    for (const [digest, entry] of cache) if (entry.state?.wallet === wallet) cache.delete(digest)
+  }
+  const clear = () => {
+    epoch++
+    loading.clear()
+    cache.clear()
+  }
+
+  if (!options.lookup && !options.prisma) throw new TypeError('createApiKeyVerifier needs `prisma` or `lookup`')
+  const lookup: Lookup = options.lookup ?? prismaLookup(options.prisma!)
+
+  async function load(digest: string): Promise<Entry> {
+    const startedEpoch = epoch
+    const loadedAt = nowMs()
+    let rows: Row[]
+    try {
+      rows = await lookup(digest)
+    } catch (e) {
+      throw new VerifierUnavailableError('API key state cannot be read: the database is unavailable.', { cause: e })
+    }
+    const r = rows[0]
+    const state: KeyState | null = r
+      ? {
+          id: r.id,
+          wallet: r.wallet,
+          expiresAtMs: r.expires_at.getTime(),
+          revokedAtMs: r.revoked_at?.getTime() ?? null,
+          revokeReason: r.revoke_reason,
+          allowlisted: r.allowlisted,
+        }
+      : null
+    const entry = { state, loadedAt }
+    if (epoch === startedEpoch) {
+      cache.delete(digest)
+      cache.set(digest, entry)
+      if (cache.size > maxEntries) cache.delete(cache.keys().next().value!)
+    }
+    return entry
+  }
+
+  function entryFor(digest: string): Promise<Entry> {
+    const now = nowMs()
+    const cached = cache.get(digest)
+    if (cached && now - cached.loadedAt < ttl && now >= cached.loadedAt) return Promise.resolve(cached)
+    let pending = loading.get(digest)
+    if (!pending) {
+      const started: Promise<Entry> = load(digest).finally(() => {
+        if (loading.get(digest) === started) loading.delete(digest)
+      })
+      loading.set(digest, started)
+      pending = started
+    }
+    return pending
+  }
+
+  const local = options.localInvalidation !== false
+  const unsubscribe = local ? onWalletKeysChanged(invalidateWallet) : () => {}
+  let listener: KeyChangeListener | undefined
+  if (options.listen) {
+    listener = listenForKeyChanges(options.listen, { onWallet: invalidateWallet, onReset: clear }, local)
+  }
+
+  return {
+    async verify(rawKey) {
+      if (!looksLikeRawKey(rawKey)) return inactive('unknown', null)
+      const entry = await entryFor(digestOf(rawKey))
+      return judge(entry.state, nowMs())
+    },
+    invalidateWallet,
+    clear,
+    ready: listener?.ready ?? Promise.resolve(),
+    async close() {
+      unsubscribe()
+      await listener?.close()
+      cache.clear()
+    },
+  }
+}
+
+
+/**
+ * For a service outside the gateway, such as the order exchange: a verifier with its own small
+ * pool and LISTEN connection to the gateway's PostgreSQL database (read-only use: one SELECT).
+ */
+export function connectApiKeyVerifier(options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>): ApiKeyVerifier {
+  const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
+  const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
+  pool.on('error', () => {})
+  const verifier = createApiKeyVerifier({
+    ...options,
+    lookup: async (digest) => (await pool.query<KeyStateRow>(KEY_STATE_SQL, [digest])).rows,
+    listen: connection,
+  })
+  return {
+    ...verifier,
+    ready: verifier.ready,
+    async close() {
+      await verifier.close()
+      await pool.end()
+    },
+  }
+}
