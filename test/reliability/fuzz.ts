@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { isErrorCode } from '../../src/errors.js'
 
 /** What a crash, a driver message or a stack trace looks like in a body. */
-const LEAKS = [/\bat .+:\d+:\d+/, /node_modules/, /prisma\./i, /invocation/i, /Unexpected error/, /TypeError|ReferenceError|RangeError/]
+const LEAKS = [/\s{2,}at \S.*:\d+:\d+\)?/, /\.(ts|js|mjs|cjs):\d+/, /file:\/\//, /node_modules/, /prisma\./i, /invocation/i, /Unexpected error/, /TypeError|ReferenceError|RangeError/]
 
 export function leaks(text: string): string | undefined {
   return LEAKS.find((re) => re.test(text))?.source
