@@ -63,9 +63,10 @@ export class TcpProxy {
   /** Refuses new connections and kills the open ones. */
   async cut(): Promise<void> {
     this.held = []
-    for (const s of this.sockets) s.destroy()
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+    const server = this.server
     this.server = undefined
+    for (const s of this.sockets) s.destroy()
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
   }
 
   /** Stops forwarding without closing anything: connections and their traffic wait, as in a network partition. */
