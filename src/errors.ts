@@ -108,7 +108,12 @@ export function toAppError(error: unknown): AppError {
   if (app) return app
   // Pothos rejects malformed connection arguments (a cursor it cannot decode, a negative `first`)
   // with its own GraphQLError subclass: a client mistake, not a bug.
-  if (error instanceof Error && error.name === 'PothosValidationError') return new AppError('bad_request', error.message)
+  if (error instanceof Error && error.name === 'PothosValidationError') {
+    // Pothos echoes a bad cursor back ("Invalid cursor: <cursor>"): whatever a client pasted there
+    // (a key, a token, 100 kB) must not come back in the answer, nor reach proxies' logs through it.
+    if (error.message.startsWith('Invalid cursor')) return new AppError('bad_request', 'Invalid cursor: it is not one this server issued for this list.')
+    return new AppError('bad_request', error.message)
+  }
   if (isGraphQLError(error) && error.originalError) return toAppError(error.originalError)
   if (isUnavailableError(error)) return new AppError('unavailable', 'The database is unavailable; try again shortly.')
   if (isUnstorableTextError(error)) return new AppError('bad_request', 'Text values must not contain NUL (U+0000) characters.')
