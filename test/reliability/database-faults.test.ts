@@ -44,6 +44,7 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     db = await openDatabase(config)
     await db.migrate()
     app = createApp({ config, db })
+    await app.ready
     await insertVault('v1')
     await insertVault('v2')
     await importDocument({
@@ -52,7 +53,7 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
   })
   afterAll(async () => {
     proxy.restore()
-    app.close()
+    await app.close()
     await db.close()
     await proxy.cut()
   })
