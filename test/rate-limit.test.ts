@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import type { Server } from 'node:http'
+import http, { type Server } from 'node:http'
 import { Writable } from 'node:stream'
 import { createAdaptorServer } from '@hono/node-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -84,10 +84,23 @@ describe(`rate limits without TRUST_PROXY (${testBackend})`, () => {
     await t.close()
   })
 
+  /** GET from a chosen loopback address (Linux routes all of 127.0.0.0/8 to lo). */
+  const getFrom = (localAddress: string, headers: Record<string, string> = {}) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(`${base}/v1/vaults/nope`, { localAddress, headers, agent: false }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode!))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+
   it("uses the socket's address and ignores X-Forwarded-For", async () => {
     const codes = []
-    for (let i = 0; i < 3; i++) codes.push((await fetch(`${base}/v1/vaults/nope`, { headers: { 'x-forwarded-for': freshIp() } })).status)
+    for (let i = 0; i < 3; i++) codes.push(await getFrom('127.0.0.1', { 'x-forwarded-for': freshIp() }))
     expect(codes).toEqual([404, 404, 429])
+    // Another client address has its own budget.
+    expect(await getFrom('127.0.0.2')).toBe(404)
   })
 })
 

@@ -1,17 +1,16 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/import.js'
-import { createTestApp, type TestApp } from '../support/app.js'
+import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from '../support/keys.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { nastyJson, nastyString, runs, violation } from './fuzz.js'
 import { Tally } from './report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
-const ADMIN_TOKEN = 'fuzz-admin-token-0123456789'
 
 /** Every answer the REST side documents (README): never 500, and 503 only when the database is down. */
-const DOCUMENTED = [200, 204, 304, 400, 401, 404, 406]
+const DOCUMENTED = [200, 204, 304, 400, 401, 403, 404, 406, 429]
 
 const templates = [
   '/v1/vaults',
@@ -26,6 +25,8 @@ const templates = [
   '/:x',
   '/v1/apiKey',
   '/admin/import',
+  '/admin/allowlist/:a',
+  '/internal/v1/apiKey/verify',
   '/healthz',
 ]
 
@@ -55,7 +56,11 @@ const headers = fc.record(
     accept: fc.constantFrom('application/json', 'text/html', '*/*', 'application/xml', 'nonsense', ''),
     'if-none-match': fc.oneof(fc.constantFrom('*', 'W/"x"', '"', ''), nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, ''))),
     'x-request-id': nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, '')),
-    authorization: fc.oneof(fc.constantFrom(`Bearer ${ADMIN_TOKEN}`, 'Bearer ', 'Basic abc', 'Bearer a.b.c'), nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, ''))),
+    authorization: fc.oneof(
+      fc.constantFrom(`Bearer ${ADMIN_TOKEN}`, `Bearer ${INTERNAL_TOKEN}`, 'SESSION', 'Bearer ', 'Basic abc', 'Bearer a.b.c'),
+      nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, '')),
+    ),
+    'x-service-wallet': fc.constantFrom(WALLET, '0x12', ''),
     origin: fc.constantFrom('https://evil.example', 'null', 'http://localhost:3000'),
     'content-encoding': fc.constantFrom('gzip', 'br', 'identity'),
   },
@@ -82,9 +87,12 @@ const request = fc.record({
 })
 
 describe(`REST under random input (${testBackend})`, () => {
-  let t: TestApp
+  let t: KeysTestApp
+  let session: string
   beforeAll(async () => {
-    t = await createTestApp({ ADMIN_TOKEN, RATE_LIMIT_PUBLIC_PER_MINUTE: '0' })
+    // Key management configured (a wallet-session signing key, admin and internal tokens), WALLET allowlisted.
+    t = await createKeysTestApp({ allowlist: [WALLET], env: { RATE_LIMIT_PUBLIC_PER_MINUTE: '0' } })
+    session = (await t.session([WALLET])).authorization!
     await insertVault('v1')
     await insertVault('v2', { status: 'paused' })
     await importDocument({
@@ -103,7 +111,9 @@ describe(`REST under random input (${testBackend})`, () => {
       fc.asyncProperty(request, async (r) => {
         let i = 0
         const path = r.template.replace(/:[avx]/g, () => r.segments[i++]!)
-        const init: RequestInit = { method: r.method, headers: Object.fromEntries(Object.entries(r.headers).filter(([, v]) => v !== undefined)) as Record<string, string> }
+        const headers = Object.fromEntries(Object.entries(r.headers).filter(([, v]) => v !== undefined)) as Record<string, string>
+        if (headers.authorization === 'SESSION') headers.authorization = session
+        const init: RequestInit = { method: r.method, headers }
         if (r.body !== undefined && !['GET', 'HEAD'].includes(r.method)) init.body = r.body
         let res: Response
         try {
