@@ -116,6 +116,12 @@ describe(`GraphQL limits (${testBackend})`, () => {
     expect(res.body.errors).toBeUndefined()
     expect(res.body.data.__schema.queryType).toEqual({ kind: 'OBJECT', name: 'Query' })
   })
+
+  it('still refuses recursive introspection, which the depth and cost limits let through', async () => {
+    // types > fields > type > fields > …: exponential in the nesting; graphql-js caps it at 3 levels.
+    const res = await post({ query: '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }' })
+    expect(res).toEqual({ status: 400, body: { errors: [{ message: 'Maximum introspection depth exceeded', locations: expect.any(Array), extensions: { code: 'bad_request' } }] } })
+  })
 })
 
 describe(`production mode (${testBackend})`, () => {

@@ -4,6 +4,7 @@ import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db.js'
 import { importDocument } from '../../src/import.js'
+import { createLogger, logger, setLogger } from '../../src/log.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { recordSql } from '../support/sql.js'
@@ -32,7 +33,10 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
   // A small pool and short timeouts keep the scenarios fast; the behaviour is the same at the defaults.
   const settings = { DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '2000', DB_IDLE_TIMEOUT_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '0' }
 
+  // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
+  const previousLogger = logger
   beforeAll(async () => {
+    setLogger(createLogger('silent'))
     const storage = await freshStorage()
     if (storage.mode !== 'postgres') throw new Error('unreachable')
     directUrl = storage.url
@@ -52,6 +56,7 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     })
   })
   afterAll(async () => {
+    setLogger(previousLogger)
     proxy.restore()
     await app.close()
     await db.close()

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, sqlObservers, type Database } from '../../src/db.js'
+import { createLogger, logger, setLogger } from '../../src/log.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { jwksOf, signSession, testKey, type TestKey } from '../support/jwt.js'
 import { INTERNAL_TOKEN } from '../support/keys.js'
@@ -26,7 +27,10 @@ describe.runIf(testBackend === 'postgres')('key rotation interrupted by a databa
   let dir: string
   let signer: TestKey
 
+  // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
+  const previousLogger = logger
   beforeAll(async () => {
+    setLogger(createLogger('silent'))
     const storage = await freshStorage()
     if (storage.mode !== 'postgres') throw new Error('unreachable')
     direct = new pg.Client({ connectionString: storage.url })
@@ -54,6 +58,7 @@ describe.runIf(testBackend === 'postgres')('key rotation interrupted by a databa
     await direct.query('INSERT INTO allowlist (address) VALUES ($1)', [W])
   })
   afterAll(async () => {
+    setLogger(previousLogger)
     await app.close()
     await db.close()
     await proxy.cut()
