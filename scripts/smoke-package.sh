@@ -24,6 +24,17 @@ npm install --no-audit --no-fund "$work/$tarball" >/dev/null
 npx vaultgate --help | grep -q "vaultgate start"
 echo "smoke: npx vaultgate --help lists the commands"
 
+# The order exchange imports the verifier as a library, with its type declarations.
+cat > check-library.mts <<'TS'
+import { connectApiKeyVerifier, createApiKeyVerifier, type VerifyResult } from 'vaultgate'
+const result: VerifyResult | undefined = undefined
+if (typeof createApiKeyVerifier !== 'function' || typeof connectApiKeyVerifier !== 'function') throw new Error('verifier exports missing')
+console.log('library ok', result ?? '')
+TS
+node "$root/node_modules/typescript/bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2023 --skipLibCheck check-library.mts
+node -e "import('vaultgate').then((m) => { if (typeof m.createApiKeyVerifier !== 'function') process.exit(1) })"
+echo "smoke: import { createApiKeyVerifier } from 'vaultgate' type-checks and loads"
+
 if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
   smoke_db="vaultgate_smoke_$$"
   psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE $smoke_db"

@@ -3,7 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { testBackend } from './support/db.js'
+import pg from 'pg'
+import { readLocalMigrations } from '../src/migrate.js'
+import { emptyPostgres, testBackend } from './support/db.js'
 import { runCli, startGatewayProcess, type GatewayProcess } from './support/process.js'
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
@@ -77,5 +79,48 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
     expect(existsSync(path.join(dataDir, 'vaultgate.lock'))).toBe(false)
     const again = await runCli(['migrate'], { DATA_DIR: dataDir })
     expect(again).toMatchObject({ code: 0, stdout: 'The database is up to date.\n' })
+  })
+})
+
+describe('importing a file from the command line', () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-import-'))
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it('refuses a corrupt file and a bad document in one sentence, writing nothing', async () => {
+    const env = { DATA_DIR: path.join(dir, 'data'), SEED_DEMO: 'false' }
+    await writeFile(path.join(dir, 'corrupt.json'), '{"vaults": [')
+    const corrupt = await runCli(['import', path.join(dir, 'corrupt.json')], env)
+    expect(corrupt).toMatchObject({ code: 1, stderr: `vaultgate: ${path.join(dir, 'corrupt.json')} is not valid JSON.\n` })
+
+    await writeFile(path.join(dir, 'bad.json'), JSON.stringify({ transactions: [{ id: 't1' }] }))
+    const bad = await runCli(['import', path.join(dir, 'bad.json')], env)
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/^vaultgate: transactions\[0\]\.\w+: .+\n$/)
+    noStack(bad.stderr)
+
+    const missing = await runCli(['import', path.join(dir, 'nope.json')], env)
+    expect(missing).toMatchObject({ code: 1, stderr: `vaultgate: Cannot read ${path.join(dir, 'nope.json')}: no such file.\n` })
+  })
+})
+
+describe.runIf(testBackend === 'postgres')('a gateway process on PostgreSQL', () => {
+  it('migrates an empty database at start and serves from it', async () => {
+    const { url } = await emptyPostgres()
+    const gw = await startGatewayProcess({ DATABASE_URL: url })
+    try {
+      const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
+      expect(await res.json()).toEqual({ data: { vault: null } })
+      expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ status: 'ok', data: { storage: 'postgres' } })
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      const { rows } = await client.query('SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL')
+      await client.end()
+      expect(rows[0].n).toBe((await readLocalMigrations()).length)
+    } finally {
+      expect(await gw.stop('SIGTERM')).toBe(0)
+    }
   })
 })

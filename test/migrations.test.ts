@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../src/db.js'
 import { openDatabase } from '../src/db.js'
 import { isUpToDate, readLocalMigrations } from '../src/migrate.js'
-import { freshStorage, testBackend } from './support/db.js'
+import { emptyPostgres, testBackend } from './support/db.js'
 
 describe(`migrations (${testBackend})`, () => {
   let db: Database
@@ -63,14 +63,3 @@ describe(`migrations (${testBackend})`, () => {
     expect(isUpToDate(local, [])).toBe(false)
   })
 })
-
-async function emptyPostgres() {
-  const storage = await freshStorage()
-  if (storage.mode !== 'postgres') throw new Error('unreachable')
-  const pg = (await import('pg')).default
-  const client = new pg.Client({ connectionString: storage.url })
-  await client.connect()
-  await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public')
-  await client.end()
-  return storage
-}

@@ -39,3 +39,14 @@ export async function testDatabase(): Promise<Database> {
   await db.migrate()
   return db
 }
+
+/** A fresh PostgreSQL database with nothing in it (not even the migrations). */
+export async function emptyPostgres(): Promise<{ mode: 'postgres'; url: string }> {
+  const storage = await freshStorage()
+  if (storage.mode !== 'postgres') throw new Error('emptyPostgres() needs the postgres test backend')
+  const client = new pg.Client({ connectionString: storage.url })
+  await client.connect()
+  await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public')
+  await client.end()
+  return storage
+}
