@@ -25,6 +25,11 @@ import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
+import { protectionPlugins } from './graphql-protection.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { guardKeyManagement } from './http/key-guard.js'
+import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
+import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
 
 /**
  * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
@@ -72,8 +77,10 @@ export const useValidationErrorCodes = (): Plugin => ({
 export type Yoga = YogaServerInstance<Record<string, never>, Context>
 
 export interface App {
-  fetch: (request: Request) => Promise<Response>
+  /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
+  fetch: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
+  limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
   verifier: ApiKeyVerifier
   /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
@@ -90,6 +97,8 @@ export interface App {
  */
 export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
   const session = createSessionAuth(config.auth, clock)
+  // Rate-limit counters (in Redis when REDIS_URL is set): see the hardening block below.
+  const limits = createRateLimits(config)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
   const verifier = createApiKeyVerifier({
     prisma: db.prisma,
@@ -100,14 +109,16 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
+    context: ({ request }) => guardKeyManagement(createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), { limits, config }),
     maskedErrors: { maskError },
-    graphiql: config.production ? false : graphiqlOptions(examples),
+    graphiql: config.graphql.graphiql ? graphiqlOptions(examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     renderGraphiQL,
     landingPage: false,
     logging: false,
-    plugins: [useValidationErrorCodes(), useOperationMetrics()],
+    // CORS is answered by Hono (corsFor): Yoga's default would reflect any origin.
+    cors: false,
+    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
   })
 
   const app = new Hono<AppEnv>()
@@ -118,6 +129,15 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
     c.header('X-Request-Id', requestId)
   })
   app.use('*', requestObservability)
+
+  // Hardening (README "Under faults and abuse"): security headers and CORS; on the public routes a
+  // body size limit, a per-client-IP rate limit and a deadline per request.
+  app.use('*', securityHeaders, contentSecurityPolicy)
+  app.use('/graphql', explainNotAcceptable)
+  app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
+  for (const path of ['/graphql', '/v1/*']) {
+    app.use(path, corsFor(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
+  }
   observePool(db.pool)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
@@ -130,7 +150,7 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
   })
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
   app.route('/admin', adminRoutes(config, { clock }))
-  app.route('/internal', internalRoutes(config, verifier))
+  app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes)
   app.route('/v1', v1)
@@ -139,17 +159,19 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
   app.route('/', explorerRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
-  app.onError((err, c) => errorResponse(c, err))
+  app.onError(answerError)
 
   const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
   return {
-    fetch: (request) => Promise.resolve(app.fetch(request)),
+    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
     yoga,
+    limits,
     verifier,
     ready: verifier.ready,
     routes,
     close: async () => {
       stopSqlObservation()
+      limits.close()
       await verifier.close()
     },
   }

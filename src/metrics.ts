@@ -102,3 +102,10 @@ export function observeSql(onSlow: (sql: string, ms: number) => void, slowMs: nu
     sqlObservers.delete(observer)
   }
 }
+
+export const rateLimitDecisions = new Counter({
+  name: 'vaultgate_rate_limit_decisions_total',
+  help: 'Rate-limit decisions by bucket (public, keys, verify) and result (allowed, limited, fallback = counted in-process because Redis did not answer).',
+  labelNames: ['bucket', 'result'] as const,
+  registers: [registry],
+})

@@ -7,12 +7,13 @@ import { logger } from '../log.js'
 import { keyVerifications } from '../metrics.js'
 import { bearerMatches } from './auth.js'
 import type { AppEnv } from './env.js'
+import type { RateLimits } from './rate-limit.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
  * absent (404) when INTERNAL_TOKEN is unset.
  */
-export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier) {
+export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
   app.use('*', async (c, next) => {
     if (!config.internalToken) throw new AppError('not_found', 'Internal routes are disabled (INTERNAL_TOKEN is not set).')
@@ -34,6 +35,8 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
       }
       const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
       if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
+      // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
+      await limits?.consume('verify', apiKey)
       try {
         const data = await verifier.verify(apiKey)
         keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
