@@ -180,7 +180,8 @@ async function runMode(
   dataset: ModeResult['dataset'],
 ): Promise<ModeResult> {
   const rows: Row[] = []
-  gatewayEnv = { INTERNAL_TOKEN, ...gatewayEnv }
+  // The rate limiter runs (its cost is part of every request) but never refuses the load generator.
+  gatewayEnv = { INTERNAL_TOKEN, RATE_LIMIT_PUBLIC_PER_MINUTE: '10000000', RATE_LIMIT_VERIFY_PER_MINUTE: '10000000', ...gatewayEnv }
   // Phase 1: no response cache and no API-key cache: every request reaches the database.
   const gateway = await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
   const targets: Target[] = [gateway]

@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
 import { openDatabase, type Db } from '../src/db.js'
+import { createProgress } from '../src/progress.js'
 
 export const BENCH_WALLET = '0xbe00000000000000000000000000000000000001'
 export const BENCH_VAULT = 'bench-v0'
@@ -93,8 +94,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   try {
     await db.migrate()
     const started = performance.now()
-    const inserted = await generateTransactions(db.prisma, rows, (done) => process.stdout.write(`\r${done} / ${rows}`))
-    process.stdout.write(`\n${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`)
+    const progress = createProgress()
+    const inserted = await generateTransactions(db.prisma, rows, (done) => progress.update('Generating transactions', done, rows)).finally(() => progress.end())
+    process.stdout.write(`${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`)
   } finally {
     await db.close()
   }

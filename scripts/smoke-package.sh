@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
-port="${SMOKE_PORT:-4319}"
+port="${SMOKE_PORT:-0}" # 0: a free port, read back from the start output
 cleanup() {
   [ -n "${gw_pid:-}" ] && kill "$gw_pid" 2>/dev/null || true
   [ -n "${smoke_db:-}" ] && psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $smoke_db WITH (FORCE)" >/dev/null 2>&1 || true
@@ -16,7 +16,7 @@ trap cleanup EXIT
 cd "$root"
 tarball="$(npm pack --silent --pack-destination "$work" | tail -1)"
 echo "smoke: packed $tarball ($(du -h "$work/$tarball" | cut -f1))"
-tar -tzf "$work/$tarball" | sed 's|^package/||' | grep -Ev '^(bin/|dist/|prisma/|README.md|LICENSE|package.json|npm-shrinkwrap.json|schema.graphql)' && { echo "smoke: unexpected files in the tarball" >&2; exit 1; }
+tar -tzf "$work/$tarball" | sed 's|^package/||' | grep -Ev '^(bin/|dist/|public/(docs|explorer)/[a-z-]+\.(html|js|css)$|prisma/|README.md|LICENSE|package.json|npm-shrinkwrap.json|schema.graphql)' && { echo "smoke: unexpected files in the tarball" >&2; exit 1; }
 
 mkdir -p "$work/app" && cd "$work/app"
 npm init -y >/dev/null
@@ -45,8 +45,21 @@ fi
 
 DATA_DIR="$work/app/.data" PORT="$port" LOG_LEVEL=warn npx vaultgate start > "$work/start.log" 2>&1 &
 gw_pid=$!
-for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.5; done
-answer="$(curl -sf "http://127.0.0.1:$port/graphql" -H 'content-type: application/json' -d '{"query":"{ vault(id: \"usdc-prime\") { id } }"}')"
+# The URL this gateway printed (never whatever else may listen on a fixed port).
+url=""
+for _ in $(seq 1 120); do
+  url="$(sed -n 's|^vaultgate is ready: \(http://[^ ]*\)/graphql.*|\1|p' "$work/start.log" | head -1)"
+  [ -n "$url" ] && break
+  kill -0 "$gw_pid" 2>/dev/null || { echo "smoke: vaultgate start exited:" >&2; cat "$work/start.log" >&2; exit 1; }
+  sleep 0.5
+done
+[ -n "$url" ] || { echo "smoke: vaultgate start did not get ready:" >&2; cat "$work/start.log" >&2; exit 1; }
+answer="$(curl -sf "$url/graphql" -H 'content-type: application/json' -d '{"query":"{ vault(id: \"usdc-prime\") { id } }"}')"
 [ "$answer" = '{"data":{"vault":{"id":"usdc-prime"}}}' ] || { echo "smoke: unexpected answer: $answer" >&2; cat "$work/start.log" >&2; exit 1; }
+for page in / /docs /explorer/chart.umd.min.js /docs/swagger-ui-bundle.js; do
+  curl -sf -H 'Accept: text/html' "$url$page" >/dev/null || { echo "smoke: $page is not served from the installed package" >&2; exit 1; }
+done
+openapi="$(curl -sf "$url/openapi.json")" # not piped into grep -q: with pipefail, its early exit would fail curl
+case "$openapi" in *'"openapi": "3.1'*) ;; *) echo "smoke: /openapi.json is missing" >&2; exit 1 ;; esac
 kill -TERM "$gw_pid"; wait "$gw_pid" || true; gw_pid=""
-echo "smoke: npx vaultgate start served the demo data"
+echo "smoke: npx vaultgate start served the demo data, the explorer, /docs and /openapi.json"

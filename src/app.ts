@@ -14,15 +14,23 @@ import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
+import { explorerRoutes } from './http/explorer.js'
+import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { internalRoutes } from './http/internal.js'
+import { referenceRoutes } from './http/reference.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
-import { observePool, observeSql, registry } from './metrics.js'
+import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
 import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
+import { protectionPlugins } from './graphql-protection.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { guardKeyManagement } from './http/key-guard.js'
+import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
+import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
 
 /**
  * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
@@ -70,35 +78,52 @@ export const useValidationErrorCodes = (): Plugin => ({
 export type Yoga = YogaServerInstance<Record<string, never>, Context>
 
 export interface App {
-  fetch: (request: Request) => Promise<Response>
+  /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
+  fetch: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
+  limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
   verifier: ApiKeyVerifier
   /** Public vault reads kept in memory (see src/http/response-cache.ts). */
   responseCache: ResponseCache
   /** Resolves once background connections (the key-change and data-change LISTENs) are up or have failed once. */
   ready: Promise<void>
+  /** Every route the app serves (method and Hono path), for the documentation checks. */
+  routes: { method: string; path: string }[]
   /** Stops background work (not the database: its owner closes it). */
   close(): Promise<void>
 }
 
-/** `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens. */
-export function createApp({ config, db, clock = systemClock }: { config: Config; db: Database; clock?: Clock }): App {
+/**
+ * `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens.
+ * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
+ */
+export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
   const session = createSessionAuth(config.auth, clock)
+  // Rate-limit counters (in Redis when REDIS_URL is set): see the hardening block below.
+  const limits = createRateLimits(config)
   // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
-  const verifier = createApiKeyVerifier({ prisma: db.prisma, clock, cacheTtlMs: config.apiKeyCacheTtlMs, listen: db.pool ? { ...db.pool.options } : undefined })
+  const verifier = createApiKeyVerifier({
+    prisma: db.prisma,
+    clock,
+    cacheTtlMs: config.apiKeyCacheTtlMs,
+    listen: db.pool ? { ...db.pool.options } : undefined,
+    onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
+  })
   const yoga: Yoga = createYoga<Record<string, never>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request }) => createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }),
+    context: ({ request }) => guardKeyManagement(createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), { limits, config }),
     maskedErrors: { maskError },
-    graphiql: config.production ? false : { title: 'vaultgate', defaultQuery: '{\n  vault(id: "…") {\n    id\n    name\n    tvl\n  }\n}\n' },
+    graphiql: config.graphql.graphiql ? graphiqlOptions(examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
     renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
     logging: false,
-    plugins: [useValidationErrorCodes(), useOperationMetrics()],
+    // CORS is answered by Hono (corsFor): Yoga's default would reflect any origin.
+    cors: false,
+    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
   })
 
   const app = new Hono<AppEnv>()
@@ -115,6 +140,15 @@ export function createApp({ config, db, clock = systemClock }: { config: Config;
     }
   })
   app.use('*', requestObservability)
+
+  // Hardening (README "Under faults and abuse"): security headers and CORS; on the public routes a
+  // body size limit, a per-client-IP rate limit and a deadline per request.
+  app.use('*', securityHeaders, contentSecurityPolicy)
+  app.use('/graphql', explainNotAcceptable)
+  app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
+  for (const path of ['/graphql', '/v1/*']) {
+    app.use(path, corsFor(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
+  }
   observePool(db.pool)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
@@ -136,22 +170,29 @@ export function createApp({ config, db, clock = systemClock }: { config: Config;
   app.post('/graphql', cachedGraphql(responseCache, schema, (request) => Promise.resolve(yoga.fetch(request, {}))))
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
   app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
-  app.route('/internal', internalRoutes(config, verifier))
+  app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache)
   app.route('/v1', v1)
+  // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
+  app.route('/', referenceRoutes())
+  app.route('/', explorerRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
-  app.onError((err, c) => errorResponse(c, err))
+  app.onError(answerError)
 
+  const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
   return {
-    fetch: (request) => Promise.resolve(app.fetch(request)),
+    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
     yoga,
+    limits,
     verifier,
     responseCache,
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
+    routes,
     close: async () => {
       stopSqlObservation()
+      limits.close()
       await Promise.all([verifier.close(), dataFeed.stop()])
     },
   }

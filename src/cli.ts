@@ -6,6 +6,7 @@ import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirBusyError, readLock } from './embedded-lock.js'
 import { createLogger, setLogger } from './log.js'
+import { createProgress } from './progress.js'
 import { BootError, prepareDatabase, startGateway } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
@@ -61,10 +62,12 @@ export async function withDatabase<T>(config: Config, work: () => Promise<T>): P
 export const commands: Record<string, Command> = {
   start: {
     usage: 'vaultgate start',
-    summary: 'Serve the API (GraphQL at /graphql, REST under /v1); the default command.',
+    summary: 'Serve the API (GraphQL at /graphql, REST under /v1, explorer at /, reference at /docs); the default command.',
     run: async (_args, config) => {
-      const gateway = await startGateway(config)
+      const progress = createProgress()
+      const gateway = await startGateway(config, { progress }).finally(() => progress.end())
       out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+      out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
       if (gateway.hints) {
         const h = gateway.hints
         out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
@@ -91,7 +94,9 @@ export const commands: Record<string, Command> = {
     run: async (_args, config) => {
       const url = await runningGateway(config)
       if (url) throw new BootError(`The gateway at ${url} owns the data directory and applied migrations when it started; nothing to do.`)
-      const { db, lock, applied } = await prepareDatabase(config)
+      const progress = createProgress()
+      progress.update('Applying migrations')
+      const { db, lock, applied } = await prepareDatabase(config).finally(() => progress.end())
       await db.close()
       await lock?.release()
       out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
@@ -108,22 +113,34 @@ export const commands: Record<string, Command> = {
     run: async (args, config) => {
       const file = args[0]
       if (!file) throw new UsageError('import needs a FILE argument.')
-      const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
-        throw new BootError(`Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}.`)
-      })
-      const url = await runningGateway(config)
+      const progress = createProgress()
       let counts: unknown
-      if (url) {
-        counts = await callAdmin(config, url, 'POST', '/import', text)
-      } else {
-        let doc: unknown
-        try {
-          doc = JSON.parse(text)
-        } catch {
-          throw new BootError(`${file} is not valid JSON.`)
+      try {
+        progress.update(`Reading ${file}`)
+        const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+          throw new BootError(`Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}.`)
+        })
+        const url = await runningGateway(config)
+        if (url) {
+          progress.update(`Importing through the gateway at ${url}`)
+          counts = await callAdmin(config, url, 'POST', '/import', text)
+        } else {
+          progress.update(`Parsing ${file}`)
+          let doc: unknown
+          try {
+            doc = JSON.parse(text)
+          } catch {
+            throw new BootError(`${file} is not valid JSON.`)
+          }
+          const { importDocument } = await import('./import.js')
+          progress.update('Opening the database')
+          counts = await withDatabase(config, () => {
+            progress.update('Validating the document')
+            return importDocument(doc, undefined, { onProgress: (p) => progress.update(`Writing ${p.kind}`, p.done, p.total) })
+          })
         }
-        const { importDocument } = await import('./import.js')
-        counts = await withDatabase(config, () => importDocument(doc))
+      } finally {
+        progress.end()
       }
       const c = counts as { vaults: number; compositions: number; transactions: number }
       out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)

@@ -52,6 +52,33 @@ const url = (protocols: string[]) =>
       }
     }, `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
 
+/** Comma-separated browser origins (`https://app.example`), or `*` for any. */
+const origins = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v ?? fallback).split(',').map((s) => s.trim()).filter(Boolean)
+      if (items.includes('*')) {
+        if (items.length === 1) return '*' as const
+        ctx.addIssue({ code: 'custom', message: '`*` cannot be combined with other origins' })
+        return z.NEVER
+      }
+      const bad = items.filter((o) => {
+        try {
+          const u = new URL(o)
+          return !['http:', 'https:'].includes(u.protocol) || u.origin !== o
+        } catch {
+          return true
+        }
+      })
+      if (bad.length > 0) {
+        ctx.addIssue({ code: 'custom', message: `not an origin (scheme://host[:port], no path): ${bad.join(', ')}` })
+        return z.NEVER
+      }
+      return items
+    })
+
 const env = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }).default('development'),
   PORT: int(4000, 0, 65535),
@@ -93,6 +120,32 @@ const env = z.object({
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
+  // Limits against abuse (README "Under faults and abuse").
+  GRAPHIQL: optionalBool,
+  GRAPHQL_INTROSPECTION: optionalBool,
+  GRAPHQL_MAX_DEPTH: int(12, 1, 1000),
+  GRAPHQL_MAX_ALIASES: int(15, 0, 10_000),
+  GRAPHQL_MAX_COST: int(50_000, 1, 100_000_000),
+  GRAPHQL_MAX_TOKENS: int(2000, 100, 1_000_000),
+  GRAPHQL_MAX_DIRECTIVES: int(20, 0, 10_000),
+  REQUEST_BODY_LIMIT_BYTES: int(100 * 1024, 1024, 64 * 1024 * 1024),
+  REQUEST_TIMEOUT_MS: int(15_000, 100, 600_000),
+  RATE_LIMIT_PUBLIC_PER_MINUTE: int(600, 0, 10_000_000),
+  RATE_LIMIT_KEYS_PER_MINUTE: int(30, 0, 10_000_000),
+  RATE_LIMIT_VERIFY_PER_MINUTE: int(1200, 0, 10_000_000),
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const s = (v ?? '').trim().toLowerCase()
+      if (['', '0', 'false', 'no', 'off'].includes(s)) return 0
+      if (['true', 'yes', 'on'].includes(s)) return 1
+      if (/^\d+$/.test(s) && Number(s) <= 10) return Number(s)
+      ctx.addIssue({ code: 'custom', message: 'must be true, false or a number of proxy hops from 0 to 10' })
+      return z.NEVER
+    }),
+  CORS_ORIGINS: origins('*'),
+  CORS_KEY_ORIGINS: origins(''),
 })
 
 export interface Config {
@@ -125,6 +178,15 @@ export interface Config {
   responseCache: { ttlMs: number; maxBytes: number }
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
+  graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
+  /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
+  requests: { bodyLimitBytes: number; timeoutMs: number }
+  /** Requests per minute: per client IP on public routes, per wallet on key management, per key on verify; 0 = off. */
+  rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number }
+  /** Proxy hops in front of the gateway whose X-Forwarded-For entries are trusted (0 = use the socket address). */
+  trustProxyHops: number
+  /** Browser origins allowed by CORS: `public` for /graphql and the /v1 reads, `keys` for key management. */
+  cors: { public: '*' | string[]; keys: '*' | string[] }
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -135,6 +197,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const e = parsed.data
   const embedded = e.DATABASE_URL === undefined
+  const graphiql = e.GRAPHIQL ?? e.NODE_ENV !== 'production'
   if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
     throw new ConfigError('Invalid configuration:\n  AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both')
   }
@@ -162,5 +225,19 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    graphql: {
+      graphiql,
+      // GraphiQL is built from the schema's introspection: turning it on turns introspection on too.
+      introspection: e.GRAPHQL_INTROSPECTION ?? graphiql,
+      maxDepth: e.GRAPHQL_MAX_DEPTH,
+      maxAliases: e.GRAPHQL_MAX_ALIASES,
+      maxCost: e.GRAPHQL_MAX_COST,
+      maxTokens: e.GRAPHQL_MAX_TOKENS,
+      maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
+    },
+    requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
+    rateLimits: { publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE, keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE, verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE },
+    trustProxyHops: e.TRUST_PROXY,
+    cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Viewer } from './auth/viewer.js'
 import { systemClock, type Clock } from './clock.js'
 import { AppError } from './errors.js'
+import { requestSignal } from './http/limits.js'
 import { createLoaders, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
@@ -15,6 +16,8 @@ export interface Context {
   clock: Clock
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
   viewer(): Promise<Viewer>
+  /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
+  signal: AbortSignal
 }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
@@ -45,5 +48,6 @@ export function createContext({
     now: now ?? clock(),
     clock,
     viewer: () => (viewer ??= authenticate(request)),
+    signal: requestSignal(request),
   }
 }

@@ -12,10 +12,11 @@ export type ErrorCode =
   | 'wallet_required'
   | 'wallet_not_connected'
 
-const KNOWN_CODES = new Set<string>([
+export const ERROR_CODES: readonly ErrorCode[] = [
   'bad_request', 'not_found', 'rate_limited', 'internal', 'unavailable',
   'unauthorized', 'not_whitelisted', 'wallet_required', 'wallet_not_connected',
-])
+]
+const KNOWN_CODES = new Set<string>(ERROR_CODES)
 
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && KNOWN_CODES.has(code)
 
@@ -35,7 +36,7 @@ export function asAppError(e: unknown): AppError | undefined {
   return new AppError(e.extensions.code, e.message, { status: http?.status, headers: http?.headers })
 }
 
-const defaultStatus: Record<ErrorCode, number> = {
+export const defaultStatus: Readonly<Record<ErrorCode, number>> = {
   bad_request: 400,
   not_found: 404,
   rate_limited: 429,
@@ -85,14 +86,37 @@ export function isUnavailableError(error: unknown): boolean {
   return false
 }
 
+/**
+ * Text PostgreSQL cannot store (a NUL character, 22021; an untranslatable one, 22P05) can only
+ * have come from the client: a bad request, not a bug.
+ */
+export function isUnstorableTextError(error: unknown): boolean {
+  const seen = new Set<unknown>()
+  let e: unknown = error
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e)
+    const { code, message } = e as { code?: unknown; message?: unknown }
+    if (code === '22021' || code === '22P05') return true
+    if (typeof message === 'string' && /Code: `22(021|P05)`/.test(message)) return true
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
+  }
+  return false
+}
+
 /** Maps any thrown value to the AppError a client may see; unknown errors become `internal`. */
 export function toAppError(error: unknown): AppError {
   const app = asAppError(error)
   if (app) return app
   // Pothos rejects malformed connection arguments (a cursor it cannot decode, a negative `first`)
   // with its own GraphQLError subclass: a client mistake, not a bug.
-  if (error instanceof Error && error.name === 'PothosValidationError') return new AppError('bad_request', error.message)
+  if (error instanceof Error && error.name === 'PothosValidationError') {
+    // Pothos echoes a bad cursor back ("Invalid cursor: <cursor>"): whatever a client pasted there
+    // (a key, a token, 100 kB) must not come back in the answer, nor reach proxies' logs through it.
+    if (error.message.startsWith('Invalid cursor')) return new AppError('bad_request', 'Invalid cursor: it is not one this server issued for this list.')
+    return new AppError('bad_request', error.message)
+  }
   if (isGraphQLError(error) && error.originalError) return toAppError(error.originalError)
   if (isUnavailableError(error)) return new AppError('unavailable', 'The database is unavailable; try again shortly.')
+  if (isUnstorableTextError(error)) return new AppError('bad_request', 'Text values must not contain NUL (U+0000) characters.')
   return new AppError('internal', 'Internal server error.')
 }

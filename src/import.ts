@@ -498,7 +498,14 @@ async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> 
  * composition snapshots by (vault_id, as_of) with their allocations replaced. All or nothing.
  * Returns the rows written (inserted or updated) per kind.
  */
-export async function importDocument(doc: unknown, db: Db = prisma): Promise<ImportCounts> {
+/** Where a long import is: rows of each kind written so far (for a progress display). */
+export interface ImportProgress {
+  kind: 'vaults' | 'compositions' | 'transactions'
+  done: number
+  total: number
+}
+
+export async function importDocument(doc: unknown, db: Db = prisma, { onProgress = () => {} }: { onProgress?: (p: ImportProgress) => void } = {}): Promise<ImportCounts> {
   const data = validateImportDocument(doc)
   // PGlite has a single connection: everything below must go through `tx`, never `db`.
   return db.$transaction(
@@ -506,6 +513,7 @@ export async function importDocument(doc: unknown, db: Db = prisma): Promise<Imp
       await checkVaultReferences(tx, data)
       const counts: ImportCounts = { vaults: 0, compositions: 0, transactions: 0 }
       if (data.vaults.length > 0) counts.vaults = await tx.$executeRawUnsafe(VAULT_UPSERT, JSON.stringify(data.vaults.map(vaultRow)))
+      onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
       for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
         const json = JSON.stringify(chunk)
         const inserted = await tx.$executeRawUnsafe(SNAPSHOT_INSERT, json)
@@ -513,9 +521,14 @@ export async function importDocument(doc: unknown, db: Db = prisma): Promise<Imp
         if (inserted < chunk.length) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
         await tx.$executeRawUnsafe(ALLOCATION_INSERT, json)
         counts.compositions += chunk.length
+        onProgress({ kind: 'compositions', done: counts.compositions, total: data.compositions.length })
       }
-      for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK))
+      let written = 0
+      for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK)) {
         counts.transactions += await tx.$executeRawUnsafe(TRANSACTION_UPSERT, JSON.stringify(chunk))
+        written += chunk.length
+        onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
+      }
       if (counts.compositions + counts.transactions >= ANALYZE_THRESHOLD)
         await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, transactions')
       // Every gateway process drops the answers it derived from the old data (response caches).

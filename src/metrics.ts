@@ -84,6 +84,7 @@ let currentPool: pg.Pool | undefined
 // Read at scrape time; zero in embedded mode (PGlite has no pool).
 new Gauge({ name: 'vaultgate_db_pool_connections', help: 'Open connections in the PostgreSQL pool.', registers: [registry], collect() { this.set(currentPool?.totalCount ?? 0) } })
 new Gauge({ name: 'vaultgate_db_pool_idle', help: 'Idle connections in the PostgreSQL pool.', registers: [registry], collect() { this.set(currentPool?.idleCount ?? 0) } })
+new Gauge({ name: 'vaultgate_db_pool_in_use', help: 'PostgreSQL pool connections checked out by queries.', registers: [registry], collect() { this.set((currentPool?.totalCount ?? 0) - (currentPool?.idleCount ?? 0)) } })
 new Gauge({ name: 'vaultgate_db_pool_waiting', help: 'Requests waiting for a PostgreSQL connection.', registers: [registry], collect() { this.set(currentPool?.waitingCount ?? 0) } })
 
 export function observePool(pool: pg.Pool | undefined) {
@@ -101,3 +102,10 @@ export function observeSql(onSlow: (sql: string, ms: number) => void, slowMs: nu
     sqlObservers.delete(observer)
   }
 }
+
+export const rateLimitDecisions = new Counter({
+  name: 'vaultgate_rate_limit_decisions_total',
+  help: 'Rate-limit decisions by bucket (public, keys, verify) and result (allowed, limited, fallback = counted in-process because Redis did not answer).',
+  labelNames: ['bucket', 'result'] as const,
+  registers: [registry],
+})

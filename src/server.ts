@@ -8,7 +8,9 @@ import type { DemoHints } from './demo/dataset.js'
 import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
 import { lockDataDir, type DataDirLock } from './embedded-lock.js'
 import { isUnavailableError } from './errors.js'
+import { exampleIdsFromHints } from './http/graphiql.js'
 import { logger } from './log.js'
+import { silentProgress, type Progress } from './progress.js'
 import { upsertAllowlist } from './allowlist.js'
 
 /** A failure to boot, with one sentence for the operator (no stack trace). */
@@ -57,20 +59,25 @@ export async function prepareDatabase(config: Config): Promise<{ db: Database; l
   }
 }
 
-export async function startGateway(config: Config): Promise<RunningGateway> {
+/** `progress`: where to show the long steps of a first start (migrations, demo data). */
+export async function startGateway(config: Config, { progress = silentProgress }: { progress?: Progress } = {}): Promise<RunningGateway> {
   const started = performance.now()
+  progress.update('Opening the database and applying migrations')
   const { db, lock, applied } = await prepareDatabase(config)
+  progress.end() // before any log line: both may share the terminal
   let app: App | undefined
   try {
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
     await upsertAllowlist(config.allowlist)
     let hints: DemoHints | undefined
     if (config.seedDemo) {
-      const seeded = await seedDemoIfEmpty()
+      progress.update('Checking for demo data')
+      const seeded = await seedDemoIfEmpty(undefined, { onProgress: (label, done, total) => progress.update(label, done, total) })
+      progress.end()
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
       hints = seeded.hints ?? (await demoHintsFromDatabase())
     }
-    app = createApp({ config, db })
+    app = createApp({ config, db, examples: hints && exampleIdsFromHints(hints) })
     await app.ready
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {

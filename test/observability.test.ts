@@ -46,6 +46,19 @@ describe(`metrics and request logs (${testBackend})`, () => {
     expect(after).toMatch(/^vaultgate_sql_statement_duration_seconds_count\{outcome="ok"\} \d+$/m)
   })
 
+  it('counts REST revalidations as cache hits and misses, and exposes the pool in use', async () => {
+    const before = await scrape()
+    const etag = (await t.request('/v1/vaults/v1')).headers.get('etag')!
+    expect((await t.request('/v1/vaults/v1', { headers: { 'if-none-match': etag } })).status).toBe(304)
+    expect((await t.request('/v1/vaults/v1', { headers: { 'if-none-match': etag } })).status).toBe(304)
+    expect((await t.request('/v1/vaults/v1', { headers: { 'if-none-match': 'W/"stale"' } })).status).toBe(200)
+    const after = await scrape()
+    const delta = (labels: string) => metricValue(after, 'vaultgate_cache_lookups_total', labels) - metricValue(before, 'vaultgate_cache_lookups_total', labels)
+    expect(delta('cache="rest_etag",result="hit"')).toBe(2)
+    expect(delta('cache="rest_etag",result="miss"')).toBe(1)
+    expect(after).toMatch(/^vaultgate_db_pool_in_use \d+$/m)
+  })
+
   it('logs one line per request with its id, and no headers', async () => {
     lines.length = 0
     const res = await t.request('/healthz', { headers: { 'x-request-id': 'probe-123', authorization: 'Bearer secret-token-value' } })

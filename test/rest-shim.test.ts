@@ -3,26 +3,34 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppError } from '../src/errors.js'
 import type { AppEnv } from '../src/http/env.js'
 import { errorResponse } from '../src/http/errors.js'
-import { mountRoutes, type RestRoute } from '../src/rest/shim.js'
+import { z } from 'zod'
+import { segmentParam, textParam } from '../src/rest/params.js'
+import { defineRoute, mountRoutes } from '../src/rest/shim.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { insertVault } from './support/fixtures.js'
 
 // The shim's machinery, exercised with a throwaway route over the `vault` query.
-const route: RestRoute<{ vault: { id: string; name: string; tvl: string } | null }> = {
+const route = defineRoute({
   method: 'GET',
   path: '/probe/:vault_id',
+  summary: 'Probe',
+  tags: ['Test'],
+  errors: ['bad_request', 'not_found'],
+  params: { vault_id: segmentParam('A vault id.') },
+  query: { fail: textParam('Fails when given.'), echo: textParam('Echoed as `echo`.') },
   document: 'query Probe($id: ID!) { vault(id: $id) { id name tvl } }',
   variables: ({ params, query }) => {
     if (query.fail !== undefined) throw new AppError('bad_request', 'fail was given.')
     return { id: params.vault_id }
   },
-  shape: (data) => {
+  response: z.object({ id: z.string(), name: z.string(), tvl: z.string(), echo: z.string().optional() }),
+  shape: (data: { vault: { id: string; name: string; tvl: string } | null }, { query }) => {
     if (!data.vault) throw new AppError('not_found', 'Vault not found.')
-    return { id: data.vault.id, name: data.vault.name, tvl: data.vault.tvl }
+    return { id: data.vault.id, name: data.vault.name, tvl: data.vault.tvl, echo: query.echo }
   },
   cache: { scope: 'public', maxAgeSeconds: 5 },
-}
+})
 
 describe(`REST shim (${testBackend})`, () => {
   let t: TestApp
@@ -74,5 +82,18 @@ describe(`REST shim (${testBackend})`, () => {
     const twice = await get('/probe/v1?x=1&x=2')
     expect(twice.status).toBe(400)
     expect((await twice.json()).error).toEqual({ code: 'bad_request', message: 'Query parameter x is given more than once.' })
+    const empty = await get('/probe/v1?echo=')
+    expect(empty.status).toBe(400)
+    expect((await empty.json()).error).toEqual({ code: 'bad_request', message: 'echo must not be empty.' })
+  })
+
+  it('hands the route its declared query parameters only', async () => {
+    expect(await (await get('/probe/v1?echo=hi&other=1')).json()).toEqual({ id: 'v1', name: 'Vault v1', tvl: '13', echo: 'hi' }) // tvl as updated above
+  })
+
+  it('refuses to mount a route whose path and declared parameters differ', () => {
+    expect(() => mountRoutes(new Hono<AppEnv>(), t.app.yoga, [{ ...route, path: '/probe/:id' }])).toThrow(
+      'REST route GET /probe/:id declares path parameters [vault_id]',
+    )
   })
 })

@@ -180,7 +180,7 @@ describe(`vault reads (${testBackend})`, () => {
         ['status=open', 'status must be one of "active", "paused", "closed".'],
         ['chain=', 'chain must not be empty.'],
         ['cursor=', 'cursor must not be empty.'],
-        ['cursor=not-a-cursor', 'Invalid cursor: not-a-cursor'],
+        ['cursor=not-a-cursor', 'Invalid cursor: it is not one this server issued for this list.'],
       ]
       for (const [query, message] of cases) {
         const res = await t.request(`/v1/vaults?${query}`)
@@ -194,7 +194,7 @@ describe(`vault reads (${testBackend})`, () => {
         ['first: 201', 'first must be an integer from 1 to 200.'],
         ['first: 0', 'first must be an integer from 1 to 200.'],
         ['last: 500', 'last must be an integer from 1 to 200.'],
-        ['after: "bogus"', 'Invalid cursor: bogus'],
+        ['after: "bogus"', 'Invalid cursor: it is not one this server issued for this list.'],
       ]) {
         const { body } = await t.graphql(`{ vaults(${args}) { edges { node { id } } } }`)
         expect(body, args).toEqual({ data: null, errors: [{ message, locations: expect.any(Array), path: ['vaults'], extensions: { code: 'bad_request' } }] })

@@ -12,10 +12,15 @@ export interface SeedResult {
  * Loads the demo dataset when the database has no vaults yet (decisions.md §2). `now` defaults to
  * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
  */
-export async function seedDemoIfEmpty(db: Db = prisma, opts: { seed?: number; now?: Date } = {}): Promise<SeedResult> {
+export async function seedDemoIfEmpty(
+  db: Db = prisma,
+  opts: { seed?: number; now?: Date; onProgress?: (label: string, done?: number, total?: number) => void } = {},
+): Promise<SeedResult> {
   if ((await db.vault.findFirst({ select: { id: true } })) !== null) return { seeded: false }
+  const onProgress = opts.onProgress ?? (() => {})
+  onProgress('Generating demo data')
   const doc = generateDemoDataset({ seed: opts.seed, now: opts.now ?? new Date() })
-  const counts = await importDocument(doc, db)
+  const counts = await importDocument(doc, db, { onProgress: (p) => onProgress(`Loading demo ${p.kind}`, p.done, p.total) })
   return { seeded: true, counts, hints: demoHints(doc) }
 }
 

@@ -3,15 +3,17 @@ import type { Config } from '../config.js'
 import { AppError, badRequest } from '../errors.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
 import { logger } from '../log.js'
+import { keyVerifications } from '../metrics.js'
 import { bearerMatches } from './auth.js'
 import { smallBodyLimit } from './body-limit.js'
 import type { AppEnv } from './env.js'
+import type { RateLimits } from './rate-limit.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
  * absent (404) when INTERNAL_TOKEN is unset.
  */
-export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier) {
+export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
   app.use('*', async (c, next) => {
     if (!config.internalToken) throw new AppError('not_found', 'Internal routes are disabled (INTERNAL_TOKEN is not set).')
@@ -33,12 +35,16 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
       }
       const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
       if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
+      // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
+      await limits?.consume('verify', apiKey)
       try {
         const data = await verifier.verify(apiKey)
+        keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
         c.header('Cache-Control', 'no-store')
         return c.json({ status: 'ok', data, server_time_ms: Date.now() })
       } catch (e) {
         if (!(e instanceof VerifierUnavailableError)) throw e
+        keyVerifications.inc({ result: 'unavailable' })
         // Fail closed: the exchange must refuse the key, and must not take it for an unknown one.
         logger.error({ err: e.cause }, 'API key verification unavailable')
         throw new AppError('unavailable', 'API key state cannot be checked right now; refuse the key and retry shortly.')

@@ -52,6 +52,8 @@ export interface ApiKeyVerifierOptions {
   localInvalidation?: boolean
   /** PostgreSQL connection for LISTEN: revocations committed by other instances reach this cache at once. */
   listen?: pg.ClientConfig
+  /** Told whether each lookup was served from memory (the gateway counts them in its metrics). */
+  onCacheLookup?: (hit: boolean) => void
 }
 
 export interface ApiKeyVerifier {
@@ -180,7 +182,9 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
   function entryFor(digest: string): Promise<Entry> {
     const now = nowMs()
     const cached = cache.get(digest)
-    if (cached && now - cached.loadedAt < ttl && now >= cached.loadedAt) return Promise.resolve(cached)
+    const fresh = cached !== undefined && now - cached.loadedAt < ttl && now >= cached.loadedAt
+    options.onCacheLookup?.(fresh)
+    if (fresh) return Promise.resolve(cached)
     let pending = loading.get(digest)
     if (!pending) {
       const started: Promise<Entry> = load(digest).finally(() => {

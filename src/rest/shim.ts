@@ -1,37 +1,76 @@
 import { createHash } from 'node:crypto'
 import type { ExecutionResult } from 'graphql'
 import { Hono, type Context as HonoContext } from 'hono'
+import type { z } from 'zod'
 import type { Yoga } from '../app.js'
 import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
 import type { AppEnv } from '../http/env.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
+import { cacheLookups } from '../metrics.js'
+import type { Params, ParsedParams } from './params.js'
+
+/** Security schemes of the OpenAPI document (src/openapi/document.ts defines them). */
+export type SecurityScheme = 'walletSession' | 'adminToken' | 'internalToken'
+
+/** An error a route documents: a code at its usual status, or at another one. */
+export type ErrorDoc = ErrorCode | { code: ErrorCode; status: number }
+
+/** What the OpenAPI document says about a route, beside what the route does. */
+export interface RouteDoc {
+  /** One line; the reference's operation title. */
+  summary: string
+  description?: string
+  tags: string[]
+  /** The errors this route answers with besides `internal` (500) and `unavailable` (503), which any route may. */
+  errors: ErrorDoc[]
+  security?: SecurityScheme[]
+  /** Request headers that change the answer (documented only; routes read them from the request). */
+  headers?: Params
+}
 
 /**
  * One REST route of the shim: a fixed GraphQL document run through Yoga's own pipeline (same
  * context factory, loaders, plugins, limits and error masking as /graphql), its result reshaped
- * into the spec's snake_case JSON.
+ * into the spec's snake_case JSON. Its parameters and response are declared once: the shim parses
+ * the parameters with them, and the OpenAPI document is generated from them.
  */
-export interface RestRoute<Data = any> {
+export interface RestRoute<Data = any, P extends Params = Params, Q extends Params = Params, R extends z.ZodType = z.ZodType> extends RouteDoc {
   method: 'GET' | 'POST' | 'DELETE'
   /** Hono path under /v1, e.g. `/vaults/:vault_id`. */
   path: string
   document: string
-  /** Builds the GraphQL variables from path and query parameters; throws AppError('bad_request') on bad input. */
-  variables(input: RouteInput): Record<string, unknown>
+  /** Every `:name` segment of `path` (checked when the route is mounted). */
+  params: P
+  /** The query parameters the route reads; others are ignored (routes never see them). */
+  query: Q
+  /** The documented JSON body of a POST (the route validates `input.body` itself). */
+  body?: z.ZodType
+  /** The body of a 200 answer. */
+  response: R
+  /** Builds the GraphQL variables from the parsed parameters; throws AppError('bad_request') on bad input. */
+  variables(input: RouteInput<P, Q>): Record<string, unknown>
   /** Reshapes `data` into the response body; throws AppError('not_found') when the resource is absent. */
-  shape(data: Data, input: RouteInput): unknown
+  shape(data: Data, input: RouteInput<P, Q>): z.input<R>
   /** `public` responses get an ETag and a short shared cache lifetime; the default is `no-store`. */
   cache?: { scope: 'public' | 'private'; maxAgeSeconds: number }
 }
 
-export interface RouteInput {
-  params: Record<string, string>
-  query: Record<string, string | undefined>
-  /** Query parameters given more than once (a 400: never pick one silently). */
-  repeated: string[]
+/** Infers a route's parameter, data and response types (the route table holds them erased). */
+export function defineRoute<Data, P extends Params, Q extends Params, R extends z.ZodType>(route: RestRoute<Data, P, Q, R>): RestRoute {
+  return route as unknown as RestRoute
+}
+
+export interface RouteInput<P extends Params = Params, Q extends Params = Params> {
+  /** Path parameters, parsed by their declarations. */
+  params: ParsedParams<P>
+  /** Declared query parameters, parsed (absent ones hold their default or undefined). */
+  query: ParsedParams<Q>
   /** The JSON object body of a POST (`{}` when the body is empty). */
   body: Record<string, unknown>
 }
+
+/** The `:name` segments of a Hono path. */
+export const pathParamNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
 
 /** The GraphQL result's first error as the AppError REST answers with. */
 export function resultError(result: ExecutionResult): AppError | undefined {
@@ -57,15 +96,20 @@ async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>
   return body as Record<string, unknown>
 }
 
-async function routeInput(c: HonoContext<AppEnv>): Promise<RouteInput> {
+function parseParams<P extends Params>(declared: P, raw: Record<string, string | undefined>): ParsedParams<P> {
+  const out: Record<string, unknown> = {}
+  for (const [name, param] of Object.entries(declared)) out[name] = param.parse(raw[name], name)
+  return out as ParsedParams<P>
+}
+
+async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<RouteInput> {
   const all = c.req.queries()
   const query: Record<string, string | undefined> = {}
-  const repeated: string[] = []
   for (const [k, v] of Object.entries(all)) {
+    if (v.length > 1) throw new AppError('bad_request', `Query parameter ${k} is given more than once.`)
     query[k] = v[0]
-    if (v.length > 1) repeated.push(k)
   }
-  return { params: c.req.param() as Record<string, string>, query, repeated, body: await readBody(c) }
+  return { params: parseParams(route.params, c.req.param()), query: parseParams(route.query, query), body: await readBody(c) }
 }
 
 export function etagOf(body: string): string {
@@ -86,20 +130,25 @@ function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
   c.header('Content-Type', r.contentType)
   c.header('ETag', r.etag!)
   c.header('Cache-Control', r.cacheControl!)
-  if (etagMatches(c.req.header('if-none-match'), r.etag!)) return c.body(null, 304)
-  return c.body(r.body, 200)
+  const ifNoneMatch = c.req.header('if-none-match')
+  if (ifNoneMatch === undefined) return c.body(r.body, 200)
+  // Revalidations: a hit when the client's copy is still current (304, no body sent).
+  const hit = etagMatches(ifNoneMatch, r.etag!)
+  cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
+  return hit ? c.body(null, 304) : c.body(r.body, 200)
 }
 
 /** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
 export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
   for (const route of routes) {
+    const declared = Object.keys(route.params).sort().join(',')
+    if (pathParamNames(route.path).sort().join(',') !== declared) throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
     const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
 
     /** Runs the route's document; throws the AppError REST answers with. */
     const compute = async (c: HonoContext<AppEnv>): Promise<CachedResponse> => {
-      const input = await routeInput(c)
-      if (input.repeated.length > 0) throw new AppError('bad_request', `Query parameter ${input.repeated[0]} is given more than once.`)
+      const input = await routeInput(c, route)
       const variables = route.variables(input)
       const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request: c.req.raw }, {})) as ExecutionResult
       const error = resultError(result)

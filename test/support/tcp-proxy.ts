@@ -1,10 +1,20 @@
 import net from 'node:net'
 
-/** A loopback TCP proxy that tests can cut and restore, to play a database going away. */
+/**
+ * A loopback TCP proxy that tests can cut, stall, slow down and restore, to play a database going
+ * away, becoming unreachable or slow.
+ */
 export class TcpProxy {
   private server: net.Server | undefined
   private sockets = new Set<net.Socket>()
+  /** Added to every chunk in both directions. */
+  private delayMs = 0
+  /** While stalled, nothing is forwarded and new connections are held unanswered (a partition). */
+  private stalled = false
+  private held: (() => void)[] = []
   port = 0
+  /** Bytes forwarded, both directions. */
+  bytes = 0
 
   constructor(
     private readonly targetHost: string,
@@ -13,23 +23,68 @@ export class TcpProxy {
 
   async start(port = this.port): Promise<number> {
     this.server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, this.targetHost)
-      for (const s of [client, upstream]) {
-        this.sockets.add(s)
-        s.on('close', () => this.sockets.delete(s))
-        s.on('error', () => {})
+      this.sockets.add(client)
+      client.on('close', () => this.sockets.delete(client))
+      client.on('error', () => {})
+      const connect = () => {
+        if (client.destroyed) return
+        const upstream = net.connect(this.targetPort, this.targetHost)
+        this.sockets.add(upstream)
+        upstream.on('close', () => {
+          this.sockets.delete(upstream)
+          client.destroy()
+        })
+        upstream.on('error', () => {})
+        client.on('close', () => upstream.destroy())
+        this.forward(client, upstream)
+        this.forward(upstream, client)
       }
-      client.pipe(upstream).pipe(client)
+      if (this.stalled) this.held.push(connect)
+      else connect()
     })
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve))
     this.port = (this.server.address() as net.AddressInfo).port
     return this.port
   }
 
+  private forward(from: net.Socket, to: net.Socket) {
+    from.on('data', (chunk: Buffer) => {
+      const send = () => {
+        if (to.destroyed) return
+        this.bytes += chunk.length
+        to.write(chunk)
+      }
+      const go = () => (this.delayMs > 0 ? setTimeout(send, this.delayMs) : send())
+      if (this.stalled) this.held.push(go)
+      else go()
+    })
+  }
+
   /** Refuses new connections and kills the open ones. */
   async cut(): Promise<void> {
-    for (const s of this.sockets) s.destroy()
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+    this.held = []
+    const server = this.server
     this.server = undefined
+    for (const s of this.sockets) s.destroy()
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+  }
+
+  /** Stops forwarding without closing anything: connections and their traffic wait, as in a network partition. */
+  stall(): void {
+    this.stalled = true
+  }
+
+  /** Every chunk, both ways, waits `ms` before it is forwarded (0 = no delay). */
+  delay(ms: number): void {
+    this.delayMs = ms
+  }
+
+  /** Ends a stall (held traffic and connections go through, in order) and any delay. */
+  restore(): void {
+    this.stalled = false
+    this.delayMs = 0
+    const held = this.held
+    this.held = []
+    for (const go of held) go()
   }
 }

@@ -1,0 +1,36 @@
+// Regenerates the README's screenshot (docs/explorer.png): a gateway on the demo data, in memory,
+// and the explorer in headless Chromium with a demo wallet looked up.
+//
+//   npx tsx scripts/screenshots.ts        (needs /usr/bin/chromium, or CHROMIUM_PATH)
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { chromium } from 'playwright-core'
+import { loadConfig } from '../src/config.js'
+import { packageRoot } from '../src/paths.js'
+import { startGateway } from '../src/server.js'
+
+const config = loadConfig({ DATA_DIR: 'memory://', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'true' })
+const gateway = await startGateway(config)
+const profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  headless: true,
+  viewport: { width: 1440, height: 1240 },
+})
+try {
+  const wallet = gateway.hints?.wallets.find((w) => w.note.startsWith('open position')) ?? gateway.hints?.wallets[0]
+  const query = new URLSearchParams(wallet ? { vault: wallet.vaultId, wallet: wallet.address } : {})
+  const page = await context.newPage()
+  await page.goto(`${gateway.url}/?${query}`)
+  await page.waitForSelector('body[data-ready="true"]')
+  mkdirSync(path.join(packageRoot, 'docs'), { recursive: true })
+  const file = path.join(packageRoot, 'docs', 'explorer.png')
+  await page.screenshot({ path: file })
+  process.stdout.write(`${path.relative(process.cwd(), file)}\n`)
+} finally {
+  await context.close()
+  rmSync(profile, { recursive: true, force: true })
+  await gateway.close()
+}

@@ -1,0 +1,102 @@
+import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { AppError, toAppError } from '../errors.js'
+import { logger } from '../log.js'
+import { errorsByCode } from '../metrics.js'
+import { smallBodyLimit } from './body-limit.js'
+import type { AppEnv } from './env.js'
+import { errorResponse } from './errors.js'
+
+/** Bodies larger than `maxBytes` are refused before they are read whole: 400 `bad_request`. */
+export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  return smallBodyLimit<AppEnv>({
+    maxSize: maxBytes,
+    onError: () => {
+      throw new AppError('bad_request', `The request body is larger than ${maxBytes} bytes.`)
+    },
+  })
+}
+
+// The deadline of each request in flight, for the GraphQL context (by the Request object Hono and
+// Yoga share, so no other layer has to carry it).
+const deadlines = new WeakMap<Request, AbortSignal>()
+
+/** The signal that aborts when the request's deadline passes or its client goes away. */
+export function requestSignal(request: Request): AbortSignal {
+  return deadlines.get(request) ?? request.signal
+}
+
+export const timeoutError = (ms: number) => new AppError('unavailable', `The request took longer than ${ms} ms; try again shortly.`)
+
+/**
+ * Gives every request a deadline: after `ms` its signal aborts with `unavailable`. GraphQL queries
+ * (and the REST reads built on them) stop there: the executor answers at once and starts no
+ * further resolver, so no further SQL is sent. Mutations are never cut short (see
+ * useRequestDeadline). A statement already running in PostgreSQL ends at DB_STATEMENT_TIMEOUT_MS.
+ */
+export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(timeoutError(ms)), ms)
+    deadlines.set(c.req.raw, AbortSignal.any([controller.signal, c.req.raw.signal]))
+    try {
+      await next()
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/**
+ * Answers `unavailable` after `ms` whatever the handler is waiting for (the handler's own work is
+ * left to finish or fail). For probes such as /readyz, which must answer even when the database
+ * neither answers nor refuses (a network partition).
+ */
+export function answerWithin(ms: number, message: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AppError('unavailable', message)), ms)
+    })
+    const work = next()
+    work.catch(() => {})
+    try {
+      await Promise.race([work, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/**
+ * Errors raised before Yoga sees a /graphql request (body too large, rate limited) answered as a
+ * GraphQL response, with the same codes and HTTP status as REST.
+ */
+export function graphqlErrorResponse(c: HonoContext, error: unknown): Response {
+  const app = toAppError(error)
+  if (!(error instanceof AppError)) logger.error({ err: error, requestId: c.get('requestId' as never), path: c.req.path }, 'unexpected error')
+  errorsByCode.inc({ code: app.code })
+  const headers = (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers
+  if (headers) for (const [k, v] of Object.entries(headers)) c.header(k, v)
+  c.header('Cache-Control', 'no-store')
+  return c.json({ errors: [{ message: app.message, extensions: { code: app.code } }] }, app.status as ContentfulStatusCode)
+}
+
+/** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */
+export function answerError(err: unknown, c: HonoContext<AppEnv>): Response {
+  return c.req.path === '/graphql' ? graphqlErrorResponse(c, err) : errorResponse(c, err)
+}
+
+/**
+ * Yoga answers a request whose Accept header allows no format it serves (say, a browser asking
+ * /graphql for HTML while GraphiQL is off) with an empty 406: give it a body saying what to accept.
+ */
+export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next()
+  if (c.res.status === 406 && !c.res.headers.get('content-type')) {
+    c.res = new Response(
+      JSON.stringify({ errors: [{ message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).', extensions: { code: 'bad_request' } }] }),
+      { status: 406, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' } },
+    )
+  }
+}

@@ -1,0 +1,211 @@
+import { getOperationAST, parse } from 'graphql'
+import { z } from 'zod'
+import { defaultStatus, type ErrorCode } from '../errors.js'
+import type { JsonSchema, Params } from '../rest/params.js'
+import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/shim.js'
+import { components, ErrorBody } from '../rest/wire.js'
+
+// The OpenAPI 3.1 document, generated from the REST shim's route table (and the descriptions of
+// the few hand-written routes in ./operations.ts), never maintained beside it.
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+
+/** A successful answer of an operation. */
+export interface ResponseDoc {
+  description: string
+  /** The JSON body (absent: no body, e.g. 304). */
+  schema?: z.ZodType
+  /** The media types of `schema` (default `application/json`), or of `textSchema`. */
+  contentTypes?: string[]
+  textSchema?: JsonSchema
+  headers?: Record<string, { description: string; schema: JsonSchema }>
+}
+
+/** One operation of the document, in the terms the builder needs. */
+export interface OperationDoc extends RouteDoc {
+  method: HttpMethod
+  /** OpenAPI style: `/v1/vaults/{vault_id}`. */
+  path: string
+  operationId: string
+  params?: Params
+  query?: Params
+  body?: { schema: z.ZodType; required: boolean; description?: string }
+  responses: Record<number, ResponseDoc>
+  /** The body of error answers (default: the REST error body), and its media types. */
+  errorSchema?: z.ZodType
+  errorContentTypes?: string[]
+}
+
+const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1)
+
+/** The operation name of a route's fixed GraphQL document, e.g. `CompositionSeries` → `compositionSeries`. */
+export function operationIdOf(document: string): string {
+  const name = getOperationAST(parse(document))?.name?.value
+  if (!name) throw new Error(`REST route document has no operation name: ${document.slice(0, 60)}`)
+  return lowerFirst(name)
+}
+
+const CACHE_HEADERS = {
+  ETag: { description: 'A weak tag of the body; send it back in If-None-Match.', schema: { type: 'string' } },
+  'Cache-Control': { description: 'Shared caches may keep the answer this long.', schema: { type: 'string', examples: ['public, max-age=10'] } },
+}
+const NO_STORE = { 'Cache-Control': { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } } }
+
+/** A shim route as an operation: `/v1` + its path, its documented errors, caching and parameters. */
+export function restOperation(route: RestRoute, prefix = '/v1'): OperationDoc {
+  const responses: Record<number, ResponseDoc> = {
+    200: { description: 'OK', schema: route.response, headers: route.cache ? CACHE_HEADERS : NO_STORE },
+  }
+  if (route.cache) responses[304] = { description: 'Not modified: the If-None-Match header names the current ETag. No body.' }
+  const headers: Params = { ...route.headers }
+  if (route.cache) {
+    headers['If-None-Match'] = { description: 'ETags of answers you hold; a match answers 304.', schema: { type: 'string' }, parse: (t) => t }
+  }
+  return {
+    method: route.method,
+    path: prefix + route.path.replace(/:(\w+)/g, '{$1}'),
+    operationId: operationIdOf(route.document),
+    summary: route.summary,
+    description: route.description,
+    tags: route.tags,
+    errors: route.errors,
+    security: route.security,
+    headers,
+    params: route.params,
+    query: route.query,
+    body: route.body && { schema: route.body, required: false },
+    responses,
+  }
+}
+
+const SECURITY_SCHEMES: Record<SecurityScheme, Record<string, unknown>> = {
+  walletSession: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      'A wallet-session JWT from the embedded-wallet identity provider (`Authorization: Bearer <WALLET_SESSION_JWT>`). When the token holds several EVM wallets, `X-Service-Wallet` names the one to act for; the wallet must be on the allowlist.',
+  },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token, `Authorization: Bearer $ADMIN_TOKEN`. Admin routes answer 404 while ADMIN_TOKEN is unset.' },
+  internalToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The order exchange\'s token, `Authorization: Bearer $INTERNAL_TOKEN`. Internal routes answer 404 while INTERNAL_TOKEN is unset.',
+  },
+}
+
+const TAGS = [
+  { name: 'Vaults', description: 'Vault metadata, current composition and composition series. Public and cacheable.' },
+  { name: 'Wallets', description: "A wallet's transactions, pending redeems and position summaries." },
+  { name: 'API keys', description: 'Create, inspect and revoke the API key of the order-exchange interface, with a wallet-session token.' },
+  { name: 'GraphQL', description: 'The GraphQL endpoint the REST routes are built on. GraphiQL: open /graphql in a browser.' },
+  { name: 'Operations', description: 'Health, readiness and Prometheus metrics.' },
+  { name: 'Admin', description: 'Operator routes behind ADMIN_TOKEN.' },
+  { name: 'Internal', description: 'Service-to-service routes behind INTERNAL_TOKEN.' },
+]
+
+const errorStatus = (e: ErrorDoc): [number, ErrorCode] => (typeof e === 'string' ? [defaultStatus[e], e] : [e.status, e.code])
+
+function parameters(where: 'path' | 'query' | 'header', params: Params | undefined) {
+  return Object.entries(params ?? {}).map(([name, p]) => ({
+    name,
+    in: where,
+    required: where === 'path',
+    description: p.description,
+    schema: p.schema,
+    ...(p.example === undefined ? {} : { example: p.example }),
+  }))
+}
+
+export interface DocumentInfo {
+  version: string
+  description?: string
+}
+
+/** Builds the OpenAPI 3.1 document of `operations`. Pure: the same input gives the same document. */
+export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentInfo) {
+  const registry = z.registry<{ id: string }>()
+  for (const [name, schema] of components) registry.add(schema, { id: name })
+  const ref = (schema: z.ZodType, name: string) => {
+    if (!registry.has(schema)) registry.add(schema, { id: name })
+    return { $ref: `#/components/schemas/${registry.get(schema)!.id}` }
+  }
+  const json = (schema: z.ZodType, name: string, types = ['application/json']) => Object.fromEntries(types.map((t) => [t, { schema: ref(schema, name) }]))
+  const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
+
+  const paths: Record<string, Record<string, unknown>> = {}
+  const ids = new Set<string>()
+  for (const op of operations) {
+    if (ids.has(op.operationId)) throw new Error(`Duplicate operationId ${op.operationId}`)
+    ids.add(op.operationId)
+    const declared = Object.keys(op.params ?? {}).sort().join(',')
+    const inPath = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join(',')
+    if (declared !== inPath) throw new Error(`${op.method} ${op.path} declares path parameters [${declared}]`)
+
+    const responses: Record<string, unknown> = {}
+    for (const [status, r] of Object.entries(op.responses)) {
+      const name = `${upperFirst(op.operationId)}${status === '200' ? '' : status}Response`
+      responses[status] = {
+        description: r.description,
+        ...(r.headers ? { headers: r.headers } : {}),
+        ...(r.schema
+          ? { content: json(r.schema, name, r.contentTypes) }
+          : r.textSchema
+            ? { content: Object.fromEntries((r.contentTypes ?? ['text/plain']).map((t) => [t, { schema: r.textSchema }])) }
+            : {}),
+      }
+    }
+    const byStatus = new Map<number, ErrorCode[]>()
+    for (const e of [...op.errors, 'internal' as const, 'unavailable' as const]) {
+      const [status, code] = errorStatus(e)
+      byStatus.set(status, [...(byStatus.get(status) ?? []), code])
+    }
+    for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+      responses[status] = { description: `Error: ${codes.map((c) => `\`${c}\``).join(' or ')}.`, content: json(op.errorSchema ?? ErrorBody, 'Error', op.errorContentTypes) }
+    }
+    const params = [...parameters('path', op.params), ...parameters('query', op.query), ...parameters('header', op.headers)]
+    const operation = {
+      operationId: op.operationId,
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      tags: op.tags,
+      ...(op.security ? { security: op.security.map((s) => ({ [s]: [] })) } : {}),
+      ...(params.length ? { parameters: params } : {}),
+      ...(op.body
+        ? { requestBody: { required: op.body.required, ...(op.body.description ? { description: op.body.description } : {}), content: json(op.body.schema, `${upperFirst(op.operationId)}Request`) } }
+        : {}),
+      responses,
+    }
+    paths[op.path] = { ...paths[op.path], [op.method.toLowerCase()]: operation }
+  }
+
+  const { schemas } = z.toJSONSchema(registry, { target: 'draft-2020-12', unrepresentable: 'throw', uri: (id) => `#/components/schemas/${id}` })
+  // Each component is embedded in the document: no `$schema` (the dialect is OpenAPI 3.1's) and no `$id`.
+  const componentSchemas = Object.fromEntries(
+    Object.entries(schemas)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([id, { $schema: _s, $id: _i, ...schema }]) => [id, schema]),
+  )
+  const sortedPaths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)))
+  const usedTags = new Set(operations.flatMap((o) => o.tags))
+  const usedSchemes = new Set(operations.flatMap((o) => o.security ?? []))
+
+  return {
+    openapi: '3.1.1',
+    info: {
+      title: 'vaultgate',
+      version: info.version,
+      summary: 'Investment-vault data and wallet API keys: REST routes over the GraphQL API.',
+      ...(info.description ? { description: info.description } : {}),
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    tags: TAGS.filter((t) => usedTags.has(t.name)),
+    paths: sortedPaths,
+    components: {
+      schemas: componentSchemas,
+      securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => usedSchemes.has(name as SecurityScheme))),
+    },
+  }
+}
+
+export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>

@@ -1,0 +1,260 @@
+import { z } from 'zod'
+import { EVM_ADDRESS } from '../auth/wallets.js'
+import type { Param } from '../rest/params.js'
+import { restRoutes } from '../rest/routes.js'
+import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
+import { VaultSchema } from '../rest/vault-routes.js'
+import { buildOpenApiDocument, restOperation, type OperationDoc } from './document.js'
+
+// The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
+// handlers, so their descriptions live here; test/openapi.test.ts checks that every route the app
+// serves is described and that real answers match these schemas.
+
+const GraphQLRequest = component(
+  'GraphQLRequest',
+  z.object({
+    query: z.string().meta({ description: 'A GraphQL document.', examples: ['{ vault(id: "usdc-prime") { id name tvl } }'] }),
+    variables: z.record(z.string(), z.unknown()).nullable().optional(),
+    operationName: z.string().nullable().optional(),
+    extensions: z.record(z.string(), z.unknown()).nullable().optional(),
+  }),
+)
+
+const GraphQLResult = component(
+  'GraphQLResult',
+  z
+    .object({
+      data: z.record(z.string(), z.unknown()).nullable().optional(),
+      errors: z
+        .array(
+          z.object({
+            message: z.string(),
+            locations: z.array(z.object({ line: z.int(), column: z.int() })).optional(),
+            path: z.array(z.union([z.string(), z.int()])).optional(),
+            extensions: z.object({ code: z.string() }).catchall(z.unknown()).meta({ description: '`code` is one of the REST error codes.' }),
+          }),
+        )
+        .optional(),
+    })
+    .meta({ description: 'A GraphQL execution result; errors carry `extensions.code` with the REST error codes.' }),
+)
+
+const ImportVault = VaultSchema.extend({ base_asset_price_usd: Amount.meta({ description: 'USD price of one base-asset unit.' }) })
+const ImportDocument = component(
+  'ImportDocument',
+  z
+    .object({
+      vaults: z.array(ImportVault).optional(),
+      compositions: z
+        .array(
+          z.object({
+            vault_id: z.string(),
+            as_of: z.string().meta({ description: 'An RFC 3339 timestamp.' }),
+            positions: z.array(
+              z.object({ platform: z.string(), asset: z.string(), symbol: z.string(), pct: Percent, apy_est_pct: z.number(), icon: z.string() }),
+            ),
+          }),
+        )
+        .optional(),
+      transactions: z
+        .array(
+          z.object({
+            id: z.string(),
+            vault_id: z.string(),
+            address: z.string().meta({ description: 'An EVM address, any case.' }),
+            type: z.enum(['deposit', 'withdraw', 'redeem']),
+            status: z.enum(['pending', 'completed', 'failed', 'cancelled']),
+            amount: Amount,
+            shares: Amount,
+            timestamp: z.string().meta({ description: 'An RFC 3339 timestamp.' }),
+            completed_at: z.string().nullable().meta({ description: 'An RFC 3339 timestamp; null while pending.' }),
+            tx_hash: z.string(),
+          }),
+        )
+        .optional(),
+    })
+    .meta({
+      description:
+        'Vaults in the REST wire shape plus base_asset_price_usd (nullable fields may be left out), composition snapshots, and transactions with address, shares and completed_at. Validated whole before anything is written; the same ids imported again update in place.',
+    }),
+)
+
+const ImportCounts = z.object({ vaults: z.int(), compositions: z.int(), transactions: z.int() }).meta({ description: 'Rows written (inserted or updated) per kind.' })
+
+const walletParam: Param<string> = {
+  description: 'A wallet address: 0x and 40 hex digits, any case (stored lowercase).',
+  schema: { type: 'string', pattern: EVM_ADDRESS.source },
+  example: '0x8ba1f109551bd432803012645ac136ddd64dba72',
+  parse: (text) => text ?? '',
+}
+const AllowlistEntry = component(
+  'AllowlistEntry',
+  z.object({
+    address: z.string(),
+    note: z.string().nullable(),
+    createdAtMs: z.int().min(0).meta({ description: 'When the address was added, Unix time in milliseconds.' }),
+  }),
+)
+const admin = { tags: ['Admin'], security: ['adminToken' as const] }
+const adminErrors = ['unauthorized', { code: 'not_found' as const, status: 404 }] as const
+
+const text = (contentType: string) => ({ contentTypes: [contentType], textSchema: { type: 'string' } })
+// Yoga answers in the GraphQL-over-HTTP media type when the client accepts it, else in plain JSON.
+const GRAPHQL_TYPES = ['application/graphql-response+json', 'application/json']
+
+/** Routes outside the shim. */
+export const httpOperations: OperationDoc[] = [
+  {
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'health',
+    summary: 'Liveness',
+    description: 'The process is up; says nothing about the database.',
+    tags: ['Operations'],
+    errors: [],
+    responses: { 200: { description: 'Up.', schema: component('Health', z.object({ status: z.literal('ok'), server_time_ms: ServerTime })) } },
+  },
+  {
+    method: 'GET',
+    path: '/readyz',
+    operationId: 'readiness',
+    summary: 'Readiness',
+    description: 'The database answers and the migrations are applied; 503 `unavailable` otherwise.',
+    tags: ['Operations'],
+    errors: [],
+    responses: {
+      200: {
+        description: 'Ready to serve.',
+        schema: component('Readiness', envelope(z.object({ storage: z.enum(['embedded', 'postgres']), migrations: z.literal('applied') }))),
+      },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/metrics',
+    operationId: 'metrics',
+    summary: 'Prometheus metrics',
+    description:
+      'Prometheus text exposition: requests and latency by route pattern, GraphQL operations by name, errors by code, SQL latency, PostgreSQL pool, cache lookups, API-key verifications by result, process metrics.',
+    tags: ['Operations'],
+    errors: [],
+    responses: { 200: { description: 'Metrics in the Prometheus text format.', ...text('text/plain') } },
+  },
+  {
+    method: 'POST',
+    path: '/graphql',
+    operationId: 'graphql',
+    summary: 'Run a GraphQL operation',
+    description:
+      'The GraphQL API every REST route is built on (schema: schema.graphql, or introspection). `GET /graphql` takes the same fields as query parameters, and opens GraphiQL in a browser.',
+    tags: ['GraphQL'],
+    errors: [],
+    body: { schema: GraphQLRequest, required: true },
+    responses: {
+      200: { description: 'The result; resolver errors are in `errors` with `extensions.code`.', schema: GraphQLResult, contentTypes: GRAPHQL_TYPES },
+      400: {
+        description: 'A document that does not parse or validate (`bad_request`); with `Accept: application/json` this is a 200.',
+        schema: GraphQLResult,
+        contentTypes: GRAPHQL_TYPES,
+      },
+    },
+    errorSchema: GraphQLResult,
+    errorContentTypes: GRAPHQL_TYPES,
+  },
+  {
+    method: 'POST',
+    path: '/admin/import',
+    operationId: 'adminImport',
+    summary: 'Load vaults, compositions and transactions',
+    description: 'Bulk load in one transaction (also `vaultgate import FILE`). An invalid document is rejected whole; the message names the offending paths.',
+    tags: ['Admin'],
+    security: ['adminToken'],
+    errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
+    body: { schema: ImportDocument, required: true },
+    responses: { 200: { description: 'Rows written.', schema: component('ImportResult', envelope(ImportCounts)) } },
+  },
+  {
+    ...admin,
+    method: 'GET',
+    path: '/admin/allowlist',
+    operationId: 'adminListAllowlist',
+    summary: 'List the allowlist',
+    description: 'The wallets that may hold API keys (also `vaultgate allowlist list`).',
+    errors: [...adminErrors],
+    responses: { 200: { description: 'Every entry.', schema: component('AllowlistList', envelope(z.object({ items: z.array(AllowlistEntry) }))) } },
+  },
+  {
+    ...admin,
+    method: 'PUT',
+    path: '/admin/allowlist/{address}',
+    operationId: 'adminAddToAllowlist',
+    summary: 'Add a wallet to the allowlist',
+    description: 'Idempotent; an existing entry keeps its date and takes the new note when one is given.',
+    params: { address: walletParam },
+    body: { schema: component('AllowlistNote', z.strictObject({ note: z.string().max(500).nullable().optional() })), required: false },
+    errors: ['bad_request', ...adminErrors],
+    responses: { 200: { description: 'The entry; `added` is false when it was there already.', schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))) } },
+  },
+  {
+    ...admin,
+    method: 'DELETE',
+    path: '/admin/allowlist/{address}',
+    operationId: 'adminRemoveFromAllowlist',
+    summary: 'Remove a wallet from the allowlist',
+    description: "Removes the entry and, in the same transaction, revokes the wallet's API key; verifications see it at once.",
+    params: { address: walletParam },
+    errors: ['bad_request', ...adminErrors],
+    responses: {
+      200: {
+        description: '`removed` is false when the address was not listed; `revokedKeyId` names the key revoked with it.',
+        schema: component('AllowlistRemoved', envelope(z.object({ address: z.string(), removed: z.boolean(), revokedKeyId: z.string().nullable() }))),
+      },
+    },
+  },
+  {
+    method: 'POST',
+    path: '/internal/v1/apiKey/verify',
+    operationId: 'verifyApiKey',
+    summary: 'Verify an API key (order exchange)',
+    description:
+      'Whether a presented key is active, and for which wallet. State is at most 30 s old (revocations on this or another instance apply at once). When key state cannot be read the answer is 503: refuse the key.',
+    tags: ['Internal'],
+    security: ['internalToken'],
+    body: { schema: component('VerifyApiKeyRequest', z.object({ apiKey: z.string().min(1) })), required: true },
+    errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
+    responses: {
+      200: {
+        description: 'The verdict; `reason` says why an inactive key is inactive.',
+        schema: component(
+          'ApiKeyVerdict',
+          envelope(
+            z.object({
+              active: z.boolean(),
+              wallet: z.string().nullable(),
+              keyId: z.string().nullable(),
+              expiresAtMs: z.int().nullable(),
+              reason: z.enum(['unknown', 'revoked', 'expired', 'not_whitelisted']).nullable().meta({ description: 'Null when active.' }),
+            }),
+          ),
+        ),
+      },
+    },
+  },
+]
+
+/** Every documented operation: the shim's routes under /v1 and the routes above. */
+export function apiOperations(): OperationDoc[] {
+  return [...restRoutes.map((r) => restOperation(r)), ...httpOperations]
+}
+
+export const API_DESCRIPTION = `Read-only data about investment vaults (metadata, composition, composition series) and wallets, plus the
+API-key management of the order-exchange interface.
+
+Every REST route runs a fixed GraphQL operation through the same pipeline as \`/graphql\`. Amounts are
+exact decimal strings; timestamps are RFC 3339 UTC with milliseconds; every error has one body,
+\`{"status":"error","error":{"code","message"},"server_time_ms"}\`.`
+
+/** The document served at /openapi.json. */
+export function openApiDocument(version: string) {
+  return buildOpenApiDocument(apiOperations(), { version, description: API_DESCRIPTION })
+}

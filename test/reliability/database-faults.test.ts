@@ -1,0 +1,188 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp, type App } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db.js'
+import { importDocument } from '../../src/import.js'
+import { createLogger, logger, setLogger } from '../../src/log.js'
+import { freshStorage, testBackend } from '../support/db.js'
+import { insertVault } from '../support/fixtures.js'
+import { recordSql } from '../support/sql.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
+import { classify, Tally } from './report.js'
+
+const WALLET = '0x00000000000000000000000000000000000000b1'
+const UNAVAILABLE = { status: 'error', error: { code: 'unavailable', message: 'The database is unavailable; try again shortly.' }, server_time_ms: expect.any(Number) }
+
+/** The public routes under test, REST and GraphQL: each answers 200 while the database is fine. */
+const routes: [string, RequestInit?][] = [
+  ['/v1/vaults/v1'],
+  ['/v1/vaults?limit=5'],
+  ['/v1/vaults/v1/composition'],
+  [`/v1/users/${WALLET}/redeems`],
+  [`/v1/users/${WALLET}/vaults/v1/transactions`],
+  ['/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ vault(id: "v1") { id tvl composition { asOf } } }' }) }],
+]
+
+describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreachable, slow', () => {
+  let proxy: TcpProxy
+  let db: Database
+  let app: App
+  let directUrl: string
+
+  // A small pool and short timeouts keep the scenarios fast; the behaviour is the same at the defaults.
+  const settings = { DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '2000', DB_IDLE_TIMEOUT_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '0' }
+
+  // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
+  const previousLogger = logger
+  beforeAll(async () => {
+    setLogger(createLogger('silent'))
+    const storage = await freshStorage()
+    if (storage.mode !== 'postgres') throw new Error('unreachable')
+    directUrl = storage.url
+    const target = new URL(storage.url)
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432))
+    await proxy.start()
+    target.host = `127.0.0.1:${proxy.port}`
+    const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: target.toString(), ...settings })
+    db = await openDatabase(config)
+    await db.migrate()
+    app = createApp({ config, db })
+    await app.ready
+    await insertVault('v1')
+    await insertVault('v2')
+    await importDocument({
+      compositions: [{ vault_id: 'v1', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }] }],
+    })
+  })
+  afterAll(async () => {
+    setLogger(previousLogger)
+    proxy.restore()
+    await app.close()
+    await db.close()
+    await proxy.cut()
+  })
+
+  const call = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))
+
+  /** Every route `rounds` times, all at once; tallies the answers. */
+  async function burst(tally: Tally, rounds: number) {
+    const answers = await Promise.all(Array.from({ length: rounds }, () => routes.map(([path, init]) => call(path, init).then(classify))).flat())
+    for (const a of answers) tally.add(a.status, a.status === 200 ? undefined : a.code)
+    return answers
+  }
+
+  async function expectHealthy(scenario: string) {
+    const tally = new Tally(scenario)
+    await burst(tally, 2)
+    tally.print()
+    expect(tally.counts()).toEqual({ '200': routes.length * 2 })
+    expect((await call('/readyz')).status).toBe(200)
+  }
+
+  it('answers every route while PostgreSQL is up', async () => {
+    await expectHealthy('database up')
+  })
+
+  it('answers 503 unavailable on every route while PostgreSQL refuses connections, and recovers without a restart', async () => {
+    await proxy.cut()
+    const tally = new Tally('database stopped (connections refused and dropped)')
+    const answers = await burst(tally, 3)
+    const ready = await call('/readyz')
+    tally.print({ readyz: ready.status })
+    expect(tally.counts()).toEqual({ '503 unavailable': routes.length * 3 })
+    expect(ready.status).toBe(503)
+    expect(await ready.json()).toEqual(UNAVAILABLE)
+    expect(answers.find((a) => a.body.status === 'error')!.body).toEqual(UNAVAILABLE)
+    expect(answers.find((a) => a.body.errors)!.body).toEqual({ data: { vault: null }, errors: [{ message: 'The database is unavailable; try again shortly.', locations: expect.any(Array), path: ['vault'], extensions: { code: 'unavailable' } }] })
+
+    await proxy.start()
+    await expectHealthy('database back after stop')
+  })
+
+  it('answers 503 unavailable within the timeouts while PostgreSQL is unreachable (traffic held), and recovers', async () => {
+    proxy.stall()
+    const tally = new Tally('database unreachable (network partition)')
+    const started = Date.now()
+    await burst(tally, 2)
+    const ready = await call('/readyz')
+    const elapsed = Date.now() - started
+    tally.print({ readyz: ready.status })
+    expect(tally.counts()).toEqual({ '503 unavailable': routes.length * 2 })
+    expect(ready.status).toBe(503)
+    // Bounded by REQUEST_TIMEOUT_MS (2 s) for the routes and DB_CONNECT_TIMEOUT_MS (1 s) for
+    // readiness, not by the partition: without those deadlines these requests would never answer.
+    expect(elapsed).toBeLessThan(15_000)
+
+    proxy.restore()
+    await expectHealthy('database reachable again')
+  })
+
+  it('answers 503 at the statement timeout while the database is slow (a lock held), with nothing left waiting', async () => {
+    // A long migration or a stuck transaction: every read waits for this lock.
+    const blocker = new pg.Client({ connectionString: directUrl })
+    await blocker.connect()
+    const tally = new Tally('database slow (locks held; statement timeout 500 ms, pool of 4, connect timeout 1 s)')
+    try {
+      await blocker.query('BEGIN')
+      await blocker.query('LOCK TABLE vaults, composition_snapshots, allocations, transactions IN ACCESS EXCLUSIVE MODE')
+      // Six times the pool: the first requests hit the statement timeout, the ones queued for a
+      // connection give up at the connect timeout, instead of waiting for the lock to go.
+      const answers = await burst(tally, 4)
+      // No gateway session is still queued behind the lock once everything was answered.
+      const { rows } = await blocker.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'vaultgate' AND datname = current_database() AND wait_event_type = 'Lock'`,
+      )
+      tally.print({ 'sessions still waiting': rows[0]!.n, 'pool waiting': db.pool!.waitingCount })
+      expect(tally.counts()).toEqual({ '503 unavailable': routes.length * 4 })
+      expect(answers[0]!.body).toEqual(UNAVAILABLE)
+      expect(rows[0]!.n).toBe(0)
+      expect(db.pool!.waitingCount).toBe(0)
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => {})
+      await blocker.end()
+    }
+    await expectHealthy('database fast again')
+  })
+
+  it('stops a query at the request deadline: no resolver starts and no further SQL is sent after it', async () => {
+    const query = JSON.stringify({ query: '{ vaults(first: 5) { edges { node { id composition { asOf } } } } }' })
+    const post = () => call('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: query })
+
+    // Without a slow database the query takes two statements: the page, then the compositions.
+    const control = await recordSql(async () => classify(await post()))
+    expect(control.result.status).toBe(200)
+    expect(control.statements).toHaveLength(2)
+
+    // Each packet now takes 3 s: the page's statement outlives the 2 s deadline.
+    const statements: string[] = []
+    let pageDone!: () => void
+    const pageStatement = new Promise<void>((r) => (pageDone = r))
+    const observer = (e: SqlEvent) => {
+      statements.push(e.sql)
+      pageDone()
+    }
+    sqlObservers.add(observer)
+    let answer: Awaited<ReturnType<typeof classify>>
+    try {
+      proxy.delay(3000)
+      answer = await classify(await post())
+      proxy.restore()
+      await pageStatement
+      // Give a second statement every chance to be sent (it would now run without delay).
+      await new Promise((r) => setTimeout(r, 1000))
+    } finally {
+      sqlObservers.delete(observer)
+    }
+    const slow = { result: answer, statements }
+    const tally = new Tally('request deadline (2 s) against a 3 s database round trip')
+    tally.add(slow.result.status, slow.result.code)
+    tally.print({ 'statements sent': slow.statements.length, 'statements without deadline': control.statements.length })
+    expect(slow.result).toEqual({
+      status: 503,
+      code: 'unavailable',
+      body: { errors: [{ message: 'The request took longer than 2000 ms; try again shortly.', extensions: { code: 'unavailable' } }] },
+    })
+    expect(slow.statements).toEqual([control.statements[0]])
+  })
+})

@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto'
+import { Writable } from 'node:stream'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { digestOf } from '../../src/keys/format.js'
+import { createLogger, logger, setLogger } from '../../src/log.js'
+import { testBackend } from '../support/db.js'
+import { rawJwt, signSession } from '../support/jwt.js'
+import { createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
+
+// Everything the gateway logs (at trace level) while keys are created, used, refused and broken,
+// searched for every form of every secret that passed through: raw keys, their secret halves, their
+// digests (hex and base64), session tokens and their signatures, the admin and internal tokens.
+
+const W = '0x5ec0000000000000000000000000000000000005'
+
+describe(`secrets in logs (${testBackend})`, () => {
+  const chunks: string[] = []
+  const previous = logger
+  const time = manualClock()
+  let t: KeysTestApp
+  beforeAll(async () => {
+    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) })))
+    t = await createKeysTestApp({ clock: time.clock, allowlist: [W], env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' } })
+  })
+  afterAll(async () => {
+    setLogger(previous)
+    await t.close()
+  })
+
+  const secrets = new Set<string>()
+  function remember(...values: string[]) {
+    for (const v of values) if (v.length >= 12) secrets.add(v)
+  }
+  function rememberKey(key: string) {
+    const digest = digestOf(key)
+    remember(key, key.slice(key.lastIndexOf('_') + 1), digest, Buffer.from(digest, 'hex').toString('base64'), createHash('sha256').update(key).digest('base64url'))
+  }
+
+  it('holds no raw key, digest, session token or service token, whatever happens', async () => {
+    const responses: string[] = []
+    const keep = async (res: Response | { body: unknown }) => {
+      const text = res instanceof Response ? await res.text() : JSON.stringify(res.body)
+      responses.push(text)
+      return text
+    }
+    const session = await t.session([W])
+    const jwt = session.authorization!.slice('Bearer '.length)
+    remember(jwt, jwt.split('.')[2]!, INTERNAL_TOKEN, 'admin-token-0123456789')
+
+    // Creation, inspection and use, over REST and GraphQL.
+    const first = await t.create(W, { keyPrefix: 'desk' })
+    rememberKey(first.body.data.apiKey)
+    const second = await t.graphql('mutation { createApiKey(keyPrefix: "bot") { apiKey } }', {}, session)
+    rememberKey(second.body.data.createApiKey.apiKey)
+    const key = second.body.data.createApiKey.apiKey as string
+    await keep(await t.get(W))
+    await keep(await t.verify(key))
+    await keep(await t.verify(first.body.data.apiKey))
+
+    // Refusals: forged, unsigned, expired and malformed tokens; a near-miss key; a wrong service token.
+    const forged = jwt.slice(0, -6) + 'AAAAAA'
+    const unsigned = rawJwt({ alg: 'none', typ: 'JWT' }, { wallets: [W], exp: 9_999_999_999 })
+    const expired = await signSession(t.signer, { wallets: [W] }, { now: time.now() - 7_200_000 })
+    remember(forged, unsigned, expired)
+    for (const token of [forged, unsigned, expired, 'not-a-jwt-at-all-0123456789']) {
+      await keep(await t.request('/v1/apiKey', { headers: { authorization: `Bearer ${token}` } }))
+      await keep(await t.request('/graphql', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"query":"{ apiKey { id } }"}' }))
+    }
+    const nearMiss = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
+    rememberKey(nearMiss)
+    await keep(await t.verify(nearMiss))
+    remember('wrong-internal-token-0123456789')
+    await keep(await t.request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: 'Bearer wrong-internal-token-0123456789', 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: key }) }))
+    // A raw key sent where it does not belong: as a key prefix, and as a cursor.
+    await keep(await t.create(W, { keyPrefix: key }))
+    await keep(await t.request(`/v1/vaults?cursor=${encodeURIComponent(key)}`))
+
+    // Limits: a wallet over its key budget, a key over its verification budget, an unlisted origin.
+    for (let i = 0; i < 6; i++) await keep(await t.get(W))
+    for (let i = 0; i < 4; i++) await keep(await t.verify(key))
+    await keep(await t.request('/v1/apiKey', { headers: { ...session, origin: 'https://evil.example' } }))
+
+    // Failures inside the key transaction (logged with their errors), then revocation and expiry.
+    await t.db.prisma.$executeRawUnsafe(`CREATE FUNCTION refuse_keys() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no keys today'; END $$`)
+    await t.db.prisma.$executeRawUnsafe(`CREATE TRIGGER refuse_keys BEFORE INSERT OR UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION refuse_keys()`)
+    // Another wallet: the first one has used its key budget for this minute.
+    const other = '0x5ec0000000000000000000000000000000000006'
+    await t.db.prisma.allowlistEntry.create({ data: { address: other } })
+    const failed = await t.create(other)
+    expect(failed.status).toBe(500)
+    await t.db.prisma.$executeRawUnsafe(`DROP TRIGGER refuse_keys ON api_keys`)
+    time.advance(31 * 86_400_000)
+    await keep(await t.verify(first.body.data.apiKey))
+    await keep(await t.request('/metrics'))
+
+    const log = chunks.join('')
+    let bytesFound = 0
+    const found: string[] = []
+    for (const s of secrets) {
+      const hits = log.split(s).length - 1
+      if (hits > 0) found.push(s.slice(0, 8) + '…')
+      bytesFound += hits * s.length
+    }
+    // Only the create answers carry the raw key; no other answer carries a key, digest or token.
+    let leakedInAnswers = 0
+    for (const r of responses) for (const s of secrets) if (r.includes(s)) leakedInAnswers++
+    console.info(
+      `[reliability] secrets in logs: ${chunks.length} log lines (${log.length} bytes) scanned for ${secrets.size} secret forms; bytes of secrets found in logs ${bytesFound}; answers other than the creates carrying one ${leakedInAnswers}`,
+    )
+    expect(log).toContain('resolver failed')
+    expect(log).toContain('slow SQL statement')
+    expect(found).toEqual([])
+    expect(bytesFound).toBe(0)
+    expect(leakedInAnswers).toBe(0)
+  })
+})
