@@ -27,7 +27,7 @@ import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
 import { protectionPlugins } from './graphql-protection.js'
-import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline, shareDeadline } from './http/limits.js'
 import { guardKeyManagement } from './http/key-guard.js'
 import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
 import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
@@ -167,7 +167,13 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
       ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
       : { ready: Promise.resolve(), stop: async () => {} }
 
-  app.post('/graphql', cachedGraphql(responseCache, schema, (request) => Promise.resolve(yoga.fetch(request, {}))))
+  app.post(
+    '/graphql',
+    cachedGraphql(responseCache, schema, (request, original) => {
+      shareDeadline(original, request)
+      return Promise.resolve(yoga.fetch(request, {}))
+    }),
+  )
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
   app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
   app.route('/internal', internalRoutes(config, verifier, limits))

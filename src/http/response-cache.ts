@@ -225,18 +225,20 @@ export function pathAndQuery(url: string): string {
 /**
  * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
  * within the TTL is served from memory; anything else goes to Yoga unchanged. Only answers
- * without errors are stored.
+ * without errors are stored. `execute(request, original)`: `request` may be a copy of `original`
+ * carrying the body this handler has read (state kept per request, such as its deadline, must follow).
  */
 export function cachedGraphql(
   cache: ResponseCache,
   schema: GraphQLSchema,
-  execute: (request: Request) => Promise<Response>,
+  execute: (request: Request, original: Request) => Promise<Response>,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   const isPublic = publicOperationCheck(schema)
   return async (c) => {
-    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw)
+    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, c.req.raw)
     const text = await c.req.text()
-    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }))
+    // The body is read: Yoga gets a copy of the request with it.
+    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), c.req.raw)
     let params: { query?: unknown; operationName?: unknown }
     try {
       params = JSON.parse(text) as typeof params
