@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
@@ -9,6 +8,7 @@ import { createSessionAuth } from './auth/session.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { createContext, type Context } from './context.js'
+import { watchDataChanges } from './data-changes.js'
 import type { Database } from './db.js'
 import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
 import { adminRoutes } from './http/admin.js'
@@ -19,6 +19,7 @@ import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
 import { requestObservability, useOperationMetrics } from './http/observability.js'
 import { internalRoutes } from './http/internal.js'
 import { referenceRoutes } from './http/reference.js'
+import { cachedGraphql, ResponseCache } from './http/response-cache.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { logger } from './log.js'
 import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
@@ -26,7 +27,7 @@ import { restRoutes } from './rest/routes.js'
 import { mountRoutes } from './rest/shim.js'
 import { schema } from './schema/index.js'
 import { protectionPlugins } from './graphql-protection.js'
-import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/limits.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline, shareDeadline } from './http/limits.js'
 import { guardKeyManagement } from './http/key-guard.js'
 import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
 import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
@@ -83,7 +84,9 @@ export interface App {
   limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
   verifier: ApiKeyVerifier
-  /** Resolves once background connections (the key-change LISTEN on PostgreSQL) are up or have failed once. */
+  /** Public vault reads kept in memory (see src/http/response-cache.ts). */
+  responseCache: ResponseCache
+  /** Resolves once background connections (the key-change and data-change LISTENs) are up or have failed once. */
   ready: Promise<void>
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
@@ -103,6 +106,7 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
   const verifier = createApiKeyVerifier({
     prisma: db.prisma,
     clock,
+    cacheTtlMs: config.apiKeyCacheTtlMs,
     listen: db.pool ? { ...db.pool.options } : undefined,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
   })
@@ -113,7 +117,8 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
     maskedErrors: { maskError },
     graphiql: config.graphql.graphiql ? graphiqlOptions(examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
-    renderGraphiQL,
+    // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
+    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
     logging: false,
     // CORS is answered by Hono (corsFor): Yoga's default would reflect any origin.
@@ -126,7 +131,13 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
     const requestId = c.req.header('x-request-id')?.slice(0, 128) || randomUUID()
     c.set('requestId', requestId)
     await next()
-    c.header('X-Request-Id', requestId)
+    // On the finished response's headers: c.header() at this point would rebuild the response
+    // around a stream (Hono), which costs more than the rest of a cached answer.
+    try {
+      c.res.headers.set('X-Request-Id', requestId)
+    } catch {
+      c.header('X-Request-Id', requestId) // a response with immutable headers
+    }
   })
   app.use('*', requestObservability)
 
@@ -148,11 +159,26 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
+  // Off until the change feed listens: an import elsewhere must never leave stale answers here.
+  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes)
+  responseCache.setLive(false)
+  const dataFeed =
+    config.responseCache.ttlMs > 0
+      ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
+      : { ready: Promise.resolve(), stop: async () => {} }
+
+  app.post(
+    '/graphql',
+    cachedGraphql(responseCache, schema, (request, original) => {
+      shareDeadline(original, request)
+      return Promise.resolve(yoga.fetch(request, {}))
+    }),
+  )
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
-  app.route('/admin', adminRoutes(config, { clock }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
-  mountRoutes(v1, yoga, restRoutes)
+  mountRoutes(v1, yoga, restRoutes, responseCache)
   app.route('/v1', v1)
   // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
   app.route('/', referenceRoutes())
@@ -167,12 +193,13 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
     yoga,
     limits,
     verifier,
-    ready: verifier.ready,
+    responseCache,
+    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes,
     close: async () => {
       stopSqlObservation()
       limits.close()
-      await verifier.close()
+      await Promise.all([verifier.close(), dataFeed.stop()])
     },
   }
 }

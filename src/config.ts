@@ -116,6 +116,10 @@ const env = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   SLOW_QUERY_MS: int(200, 0, 3_600_000),
+  DB_PREPARED_STATEMENTS: optionalBool,
+  RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
+  API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
+  RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
   // Limits against abuse (README "Under faults and abuse").
   GRAPHIQL: optionalBool,
   GRAPHQL_INTROSPECTION: optionalBool,
@@ -165,10 +169,15 @@ export interface Config {
   allowlist: string[]
   redisUrl: string | undefined
   logLevel: string
-  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number }
+  /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
+  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number; preparedStatements?: boolean }
   shutdownTimeoutMs: number
   /** SQL statements slower than this are logged (warn). */
   slowQueryMs: number
+  /** Public vault reads kept in memory; `ttlMs` 0 turns the cache off. */
+  responseCache: { ttlMs: number; maxBytes: number }
+  /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
+  apiKeyCacheTtlMs?: number
   graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
@@ -210,9 +219,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
       idleTimeoutMs: e.DB_IDLE_TIMEOUT_MS,
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+      preparedStatements: e.DB_PREPARED_STATEMENTS ?? true,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     slowQueryMs: e.SLOW_QUERY_MS,
+    responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
+    apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     graphql: {
       graphiql,
       // GraphiQL is built from the schema's introspection: turning it on turns introspection on too.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
@@ -108,6 +109,26 @@ export function createPool(url: string, pool: Config['pool']): pg.Pool {
   })
 }
 
+const MAX_STATEMENT_NAMES = 10_000
+
+/**
+ * Names for prepared statements: one per distinct SQL text (Prisma's SQL is parameterised, so the
+ * set is small and fixed), so node-postgres parses and plans each statement once per connection
+ * instead of once per query.
+ */
+export function statementNames(): (query: SqlQuery) => string {
+  const names = new Map<string, string>()
+  return ({ sql }) => {
+    let name = names.get(sql)
+    if (name === undefined) {
+      if (names.size >= MAX_STATEMENT_NAMES) names.clear()
+      name = `vg_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`
+      names.set(sql, name)
+    }
+    return name
+  }
+}
+
 /** `pglite`: an already created PGlite to use in embedded mode (tests start from a migrated snapshot). */
 export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, options: { pglite?: PGlite } = {}): Promise<Database> {
   let driver: Pick<Database, 'mode' | 'factory' | 'pool' | 'pglite'> & { end(): Promise<void> }
@@ -115,7 +136,8 @@ export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, opt
     const pool = createPool(config.storage.url, config.pool)
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    driver = { mode: 'postgres', factory: new PrismaPg(pool), pool, end: () => pool.end() }
+    const factory = new PrismaPg(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
+    driver = { mode: 'postgres', factory, pool, end: () => pool.end() }
   } else {
     const dir = config.storage.dataDir
     if (!options.pglite && !dir.startsWith('memory://')) await mkdir(path.resolve(dir), { recursive: true })

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { announceDataChange } from './data-changes.js'
 import { prisma, type Db } from './db.js'
 import { Decimal, parseAmount } from './decimal.js'
 import { badRequest } from './errors.js'
@@ -530,6 +531,8 @@ export async function importDocument(doc: unknown, db: Db = prisma, { onProgress
       }
       if (counts.compositions + counts.transactions >= ANALYZE_THRESHOLD)
         await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, transactions')
+      // Every gateway process drops the answers it derived from the old data (response caches).
+      await announceDataChange(tx)
       return counts
     },
     { maxWait: 60_000, timeout: 600_000 },

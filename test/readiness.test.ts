@@ -22,7 +22,7 @@ describe.runIf(testBackend === 'postgres')('readiness when PostgreSQL goes away 
     app = createApp({ config, db })
   })
   afterAll(async () => {
-    app.close()
+    await app.close()
     await db.close()
     await proxy.cut()
   })

@@ -1,11 +1,11 @@
 import { Hono } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import type { Config } from '../config.js'
 import { AppError, badRequest } from '../errors.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
 import { logger } from '../log.js'
 import { keyVerifications } from '../metrics.js'
 import { bearerMatches } from './auth.js'
+import { smallBodyLimit } from './body-limit.js'
 import type { AppEnv } from './env.js'
 import type { RateLimits } from './rate-limit.js'
 
@@ -25,7 +25,7 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
 
   app.post(
     '/v1/apiKey/verify',
-    bodyLimit({ maxSize: 4096, onError: () => { throw badRequest('The request body is larger than 4 KiB.') } }),
+    smallBodyLimit({ maxSize: 4096, onError: () => { throw badRequest('The request body is larger than 4 KiB.') } }),
     async (c) => {
       let body: unknown
       try {

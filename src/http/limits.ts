@@ -1,15 +1,15 @@
 import type { Context as HonoContext, MiddlewareHandler } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { AppError, toAppError } from '../errors.js'
 import { logger } from '../log.js'
 import { errorsByCode } from '../metrics.js'
+import { smallBodyLimit } from './body-limit.js'
 import type { AppEnv } from './env.js'
 import { errorResponse } from './errors.js'
 
 /** Bodies larger than `maxBytes` are refused before they are read whole: 400 `bad_request`. */
 export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
-  return bodyLimit({
+  return smallBodyLimit<AppEnv>({
     maxSize: maxBytes,
     onError: () => {
       throw new AppError('bad_request', `The request body is larger than ${maxBytes} bytes.`)
@@ -18,12 +18,32 @@ export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
 }
 
 // The deadline of each request in flight, for the GraphQL context (by the Request object Hono and
-// Yoga share, so no other layer has to carry it).
-const deadlines = new WeakMap<Request, AbortSignal>()
+// Yoga share, so no other layer has to carry it). Its signal and timer are made on first use: a
+// request answered without running GraphQL (a cached read, a health check) never pays for them.
+interface Deadline {
+  at: number
+  ms: number
+  signal?: AbortSignal
+  timer?: NodeJS.Timeout
+}
+const deadlines = new WeakMap<Request, Deadline>()
 
 /** The signal that aborts when the request's deadline passes or its client goes away. */
 export function requestSignal(request: Request): AbortSignal {
-  return deadlines.get(request) ?? request.signal
+  const deadline = deadlines.get(request)
+  if (!deadline) return request.signal
+  if (!deadline.signal) {
+    const controller = new AbortController()
+    deadline.timer = setTimeout(() => controller.abort(timeoutError(deadline.ms)), Math.max(0, deadline.at - Date.now()))
+    deadline.signal = AbortSignal.any([controller.signal, request.signal])
+  }
+  return deadline.signal
+}
+
+/** `forwarded` (a copy of `original` made to re-read its body) keeps the original's deadline. */
+export function shareDeadline(original: Request, forwarded: Request): void {
+  const deadline = deadlines.get(original)
+  if (deadline) deadlines.set(forwarded, deadline)
 }
 
 export const timeoutError = (ms: number) => new AppError('unavailable', `The request took longer than ${ms} ms; try again shortly.`)
@@ -36,13 +56,12 @@ export const timeoutError = (ms: number) => new AppError('unavailable', `The req
  */
 export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(timeoutError(ms)), ms)
-    deadlines.set(c.req.raw, AbortSignal.any([controller.signal, c.req.raw.signal]))
+    const deadline: Deadline = { at: Date.now() + ms, ms }
+    deadlines.set(c.req.raw, deadline)
     try {
       await next()
     } finally {
-      clearTimeout(timer)
+      clearTimeout(deadline.timer)
     }
   }
 }

@@ -60,8 +60,22 @@ export function corsFor(config: Pick<Config, 'cors'>): MiddlewareHandler<AppEnv>
     maxAge: 600,
     credentials: false,
   }
-  const forAllowed = (allowed: '*' | string[]) =>
-    cors({ ...common, origin: allowed === '*' ? '*' : (origin) => (allowed.includes(origin) ? origin : null) })
+  const forAllowed = (allowed: '*' | string[]): MiddlewareHandler<AppEnv> => {
+    const preflight = cors({ ...common, origin: allowed === '*' ? '*' : (origin) => (allowed.includes(origin) ? origin : null) })
+    const expose = common.exposeHeaders.join(',')
+    // Actual requests get the same headers as hono/cors gives them, but set on the finished
+    // response: hono/cors sets them on c.res before the handler runs, which makes Hono rebuild the
+    // handler's response around a stream afterwards (it costs more than a cached read itself).
+    return async (c, next) => {
+      if (c.req.method === 'OPTIONS') return preflight(c, next)
+      await next()
+      const origin = c.req.header('origin') ?? ''
+      const allowOrigin = allowed === '*' ? '*' : allowed.includes(origin) ? origin : null
+      if (allowOrigin) c.res.headers.set('Access-Control-Allow-Origin', allowOrigin)
+      c.res.headers.set('Access-Control-Expose-Headers', expose)
+      if (allowed !== '*') c.res.headers.append('Vary', 'Origin')
+    }
+  }
   const publicCors = forAllowed(config.cors.public)
   const keyCors = forAllowed(config.cors.keys)
   return async (c, next) => {

@@ -5,6 +5,7 @@ import type { z } from 'zod'
 import type { Yoga } from '../app.js'
 import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
 import type { AppEnv } from '../http/env.js'
+import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 import { cacheLookups } from '../metrics.js'
 import type { Params, ParsedParams } from './params.js'
 
@@ -124,31 +125,58 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   })
 }
 
-export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[]) {
+/** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
+function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
+  c.header('Content-Type', r.contentType)
+  c.header('ETag', r.etag!)
+  c.header('Cache-Control', r.cacheControl!)
+  const ifNoneMatch = c.req.header('if-none-match')
+  if (ifNoneMatch === undefined) return c.body(r.body, 200)
+  // Revalidations: a hit when the client's copy is still current (304, no body sent).
+  const hit = etagMatches(ifNoneMatch, r.etag!)
+  cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
+  return hit ? c.body(null, 304) : c.body(r.body, 200)
+}
+
+/** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
   for (const route of routes) {
     const declared = Object.keys(route.params).sort().join(',')
     if (pathParamNames(route.path).sort().join(',') !== declared) throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
-    app.on(route.method, route.path, async (c) => {
+    const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
+    const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
+
+    /** Runs the route's document; throws the AppError REST answers with. */
+    const compute = async (c: HonoContext<AppEnv>): Promise<CachedResponse> => {
       const input = await routeInput(c, route)
       const variables = route.variables(input)
       const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request: c.req.raw }, {})) as ExecutionResult
       const error = resultError(result)
       if (error) throw error
       const body = JSON.stringify(route.shape(result.data, input))
-      c.header('Content-Type', 'application/json; charset=utf-8')
-      if (!route.cache) {
-        c.header('Cache-Control', 'no-store')
-        return c.body(body, 200)
+      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl }
+    }
+
+    app.on(route.method, route.path, async (c) => {
+      if (shared?.enabled) {
+        // This caller's own failure (a 400, a 404): never shared, never stored.
+        let failure: unknown
+        const answer = await shared.load(`GET ${pathAndQuery(c.req.url)}`, () =>
+          compute(c).catch((e: unknown) => {
+            failure = e
+            return undefined
+          }),
+        )
+        if (failure !== undefined) throw failure
+        if (answer) return publicAnswer(c, answer)
       }
-      const etag = etagOf(body)
-      c.header('ETag', etag)
-      c.header('Cache-Control', `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`)
-      const ifNoneMatch = c.req.header('if-none-match')
-      if (ifNoneMatch === undefined) return c.body(body, 200)
-      // Revalidations: a hit when the client's copy is still current (304, no body sent).
-      const hit = etagMatches(ifNoneMatch, etag)
-      cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
-      return hit ? c.body(null, 304) : c.body(body, 200)
+      const answer = await compute(c)
+      if (!answer.cacheControl) {
+        c.header('Content-Type', answer.contentType)
+        c.header('Cache-Control', 'no-store')
+        return c.body(answer.body, 200)
+      }
+      return publicAnswer(c, answer)
     })
   }
 }

@@ -31,7 +31,8 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
   let directUrl: string
 
   // A small pool and short timeouts keep the scenarios fast; the behaviour is the same at the defaults.
-  const settings = { DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '2000', DB_IDLE_TIMEOUT_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '0' }
+  // No response cache: every request here must reach the database (the deadline test repeats one query).
+  const settings = { DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '2000', DB_IDLE_TIMEOUT_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '0', RESPONSE_CACHE_TTL_MS: '0' }
 
   // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
   const previousLogger = logger

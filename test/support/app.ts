@@ -17,7 +17,9 @@ export interface TestApp {
 /** `clock`: the app's time for key expiry and key-cache age (a test moves it instead of waiting). */
 export async function createTestApp(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const db = await testDatabase()
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
+  // The response cache is off unless a test turns it on (RESPONSE_CACHE_TTL_MS): statement counts
+  // and fresh reads after direct imports are asserted everywhere else.
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RESPONSE_CACHE_TTL_MS: '0', ...env })
   const app = createApp({ config, db, clock: options.clock })
   await app.ready
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))

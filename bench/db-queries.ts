@@ -1,0 +1,259 @@
+import { createHash } from 'node:crypto'
+import { decodeCursor, encodeCursor } from '../src/domain/transaction-page.js'
+
+// The database limit: for each scenario, the one SQL statement a hand-written handler needs to
+// answer the same request, and the few lines of JavaScript that turn its rows into the same JSON
+// shape. No ORM, no GraphQL, no validation beyond what the statement needs: what is left of the
+// gateway's work when everything but the database round trip is taken away.
+
+export type Query = (sql: string, params: unknown[]) => Promise<Record<string, any>[]>
+
+export interface DbRequest {
+  method: string
+  path: string
+  search: URLSearchParams
+  body: string
+}
+
+/** Plain notation without trailing fractional zeros, as the gateway writes amounts. */
+const amount = (v: string | null) => (v === null ? null : v.includes('.') ? v.replace(/\.?0+$/, '') : v)
+const date = (v: Date | null) => (v === null ? null : v.toISOString().slice(0, 10))
+
+const VAULT_COLUMNS = `v.id, v.name, v.chain, v.chain_id, v.symbol, v.base_asset, v.status, v.tvl::text, v.share_price::text,
+  v.perf_fee_bps, v.mgmt_fee_bps, v.contract_address, v.max_deposit::text, v.min_deposit::text, v.deposit_paused,
+  v.instant_liquidity, v.instant_slippage_max_bps, v.redeem_24h_threshold_pct_of_aum, v.redeem_48h_above_threshold,
+  v.icon_dark, v.icon_light, v.api_endpoint, v.description, v.docs_url, v.inception_date, v.strategy_brief`
+
+const restVault = (r: Record<string, any>) => ({
+  id: r.id,
+  name: r.name,
+  chain: r.chain,
+  chain_id: r.chain_id,
+  symbol: r.symbol,
+  base_asset: r.base_asset,
+  status: r.status,
+  tvl: amount(r.tvl),
+  share_price: amount(r.share_price),
+  perf_fee_bps: r.perf_fee_bps,
+  mgmt_fee_bps: r.mgmt_fee_bps,
+  contract: { address: r.contract_address },
+  deposit_constraints: { max_deposit: amount(r.max_deposit), min_deposit: amount(r.min_deposit), paused: r.deposit_paused },
+  withdraw_constraints: {
+    instant_liquidity: r.instant_liquidity,
+    instant_slippage_max_bps: r.instant_slippage_max_bps,
+    redeem_24h_threshold_pct_of_aum: r.redeem_24h_threshold_pct_of_aum,
+    redeem_48h_above_threshold: r.redeem_48h_above_threshold,
+  },
+  icons: { dark: r.icon_dark, light: r.icon_light },
+  api_endpoint: r.api_endpoint,
+  description: r.description,
+  docs_url: r.docs_url,
+  inception_date: date(r.inception_date),
+  strategy_brief: r.strategy_brief,
+})
+
+const graphqlVault = (r: Record<string, any>) => ({
+  id: r.id,
+  name: r.name,
+  chain: r.chain,
+  chainId: r.chain_id,
+  symbol: r.symbol,
+  baseAsset: r.base_asset,
+  status: r.status,
+  tvl: amount(r.tvl),
+  sharePrice: amount(r.share_price),
+  perfFeeBps: r.perf_fee_bps,
+  mgmtFeeBps: r.mgmt_fee_bps,
+  contract: { address: r.contract_address },
+  depositConstraints: { maxDeposit: amount(r.max_deposit), minDeposit: amount(r.min_deposit), paused: r.deposit_paused },
+  withdrawConstraints: {
+    instantLiquidity: r.instant_liquidity,
+    instantSlippageMaxBps: r.instant_slippage_max_bps,
+    redeem24hThresholdPctOfAum: r.redeem_24h_threshold_pct_of_aum,
+    redeem48hAboveThreshold: r.redeem_48h_above_threshold,
+  },
+  icons: { dark: r.icon_dark, light: r.icon_light },
+  apiEndpoint: r.api_endpoint,
+  description: r.description,
+  docsUrl: r.docs_url,
+  inceptionDate: date(r.inception_date),
+  strategyBrief: r.strategy_brief,
+})
+
+/** Grouped by platform in SQL, so the handler only maps rows. */
+const LATEST_COMPOSITION = `LEFT JOIN LATERAL (
+    SELECT cs.id, cs.as_of FROM composition_snapshots cs WHERE cs.vault_id = v.id AND cs.as_of <= now() ORDER BY cs.as_of DESC LIMIT 1
+  ) s ON true
+  LEFT JOIN LATERAL (
+    SELECT json_agg(json_build_object('platform', g.platform, 'asset', g.asset, 'symbol', g.symbol, 'pct', g.pct, 'apyEstPct', g.apy, 'icon', g.icon) ORDER BY g.pct DESC, g.platform) AS positions
+    FROM (
+      SELECT a.platform, CASE WHEN count(DISTINCT a.asset) = 1 THEN min(a.asset) ELSE 'mixed' END AS asset,
+        CASE WHEN count(DISTINCT a.symbol) = 1 THEN min(a.symbol) ELSE 'mixed' END AS symbol,
+        round(sum(a.pct::numeric), 6)::float8 AS pct,
+        round(sum(a.pct::numeric * a.apy_est_pct::numeric) / nullif(sum(a.pct::numeric), 0), 6)::float8 AS apy,
+        (array_agg(a.icon ORDER BY a.pct DESC))[1] AS icon
+      FROM allocations a WHERE a.snapshot_id = s.id GROUP BY a.platform
+    ) g
+  ) c ON true`
+
+const SERIES_1Y = `WITH b AS (
+    SELECT g.t FROM generate_series(
+      greatest($2::timestamptz, date_bin('1 day', (SELECT min(as_of) FROM composition_snapshots WHERE vault_id = $1), '2001-01-01T00:00:00Z')),
+      date_bin('1 day', now(), '2001-01-01T00:00:00Z'), '1 day') AS g(t)
+  )
+  SELECT b.t, a.platform AS label, round(sum(a.pct::numeric), 6)::float8 AS weight
+  FROM b CROSS JOIN LATERAL (
+    SELECT cs.id FROM composition_snapshots cs
+    WHERE cs.vault_id = $1 AND cs.as_of < b.t + interval '1 day' AND cs.as_of <= now() ORDER BY cs.as_of DESC LIMIT 1
+  ) s
+  LEFT JOIN allocations a ON a.snapshot_id = s.id
+  GROUP BY b.t, a.platform ORDER BY b.t`
+
+const HISTORY_PAGE = `SELECT id, vault_id, type::text AS type, status::text AS status, amount::text AS amount, "timestamp", tx_hash
+  FROM transactions WHERE address = $1 AND vault_id = $2 AND ($3::timestamptz IS NULL OR ("timestamp", id) < ($3::timestamptz, $4))
+  ORDER BY "timestamp" DESC, id DESC LIMIT 51`
+
+// The dashboard in one statement: 20 vaults with their grouped compositions, and the wallet's
+// position totals per vault, the products rounded in SQL (the gateway rounds once in decimal.js).
+const DASHBOARD = `SELECT json_build_object(
+    'vaults', (SELECT json_agg(x ORDER BY x.id) FROM (
+      SELECT v.id, v.name, v.chain, v.status, v.tvl::text AS tvl, v.share_price::text AS share_price, s.as_of, c.positions
+      FROM vaults v ${LATEST_COMPOSITION} ORDER BY v.id LIMIT 20) x),
+    'positions', (SELECT json_agg(p ORDER BY p.vault_id) FROM (
+      SELECT t.vault_id,
+        sum(t.shares) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') - coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS share_balance,
+        v.share_price, v.base_asset_price_usd,
+        coalesce(sum(t.amount) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0) AS total_deposits,
+        coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS outflow_amount,
+        min(t."timestamp") FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') AS first_deposit_at
+      FROM transactions t JOIN vaults v ON v.id = t.vault_id WHERE t.address = $1
+      GROUP BY t.vault_id, v.share_price, v.base_asset_price_usd
+      HAVING bool_or(t.type = 'deposit' AND t.status = 'completed')) p)
+  ) AS doc`
+
+const KEY_STATE = `SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, (a.address IS NOT NULL) AS allowlisted
+  FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet WHERE k.digest = $1`
+
+const num = (n: number | string) => amount(String(n))
+const iso = (v: string) => new Date(v).toISOString()
+
+type Handler = (req: DbRequest, q: Query, match: RegExpMatchArray) => Promise<{ status: number; body: unknown }>
+
+/** Routes of the database-limit server: the same requests the gateway gets, answered by hand. */
+export const dbRoutes: { method: string; pattern: RegExp; operation?: string; handle: Handler }[] = [
+  {
+    method: 'GET',
+    pattern: /^\/v1\/vaults\/([^/]+)$/,
+    handle: async (_req, q, m) => {
+      const [row] = await q(`SELECT ${VAULT_COLUMNS} FROM vaults v WHERE v.id = $1`, [decodeURIComponent(m[1]!)])
+      return row ? { status: 200, body: restVault(row) } : { status: 404, body: { status: 'error' } }
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/vaults\/([^/]+)\/composition\/series$/,
+    handle: async (_req, q, m) => {
+      const yearAgo = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate()) - 364 * 86_400_000)
+      const rows = await q(SERIES_1Y, [decodeURIComponent(m[1]!), yearAgo.toISOString()])
+      const points: { t: Date; w: Map<string, number> }[] = []
+      for (const r of rows) {
+        const last = points.at(-1)
+        if (last && last.t.getTime() === r.t.getTime()) last.w.set(r.label, r.weight)
+        else points.push({ t: r.t, w: new Map([[r.label, r.weight]]) })
+      }
+      const newest = points.at(-1)?.w ?? new Map()
+      const labels = [...new Set(points.flatMap((p) => [...p.w.keys()]))].sort((a, b) => (newest.get(b) ?? 0) - (newest.get(a) ?? 0) || (a < b ? -1 : 1))
+      return {
+        status: 200,
+        body: { group_by: 'platform', timeframe: '1y', labels, points: points.map((p) => ({ t: p.t.toISOString(), weights_pct: labels.map((l) => p.w.get(l) ?? 0) })) },
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/graphql$/,
+    operation: 'BenchVault',
+    handle: async (req, q) => {
+      const { variables } = JSON.parse(req.body) as { variables: { id: string } }
+      const [row] = await q(`SELECT ${VAULT_COLUMNS}, s.as_of, c.positions FROM vaults v ${LATEST_COMPOSITION} WHERE v.id = $1`, [variables.id])
+      if (!row) return { status: 200, body: { data: { vault: null } } }
+      return {
+        status: 200,
+        body: { data: { vault: { ...graphqlVault(row), composition: row.as_of ? { asOf: row.as_of.toISOString(), positions: row.positions ?? [] } : null } } },
+      }
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/users\/([^/]+)\/vaults\/([^/]+)\/transactions$/,
+    handle: async (req, q, m) => {
+      const filter = { address: decodeURIComponent(m[1]!).toLowerCase(), vaultId: decodeURIComponent(m[2]!), type: null }
+      const cursor = req.search.get('cursor')
+      const after = cursor ? decodeCursor(cursor, filter) : null
+      const rows = await q(HISTORY_PAGE, [filter.address, filter.vaultId, after?.timestamp.toISOString() ?? null, after?.id ?? null])
+      const page = rows.slice(0, 50)
+      const last = page.at(-1)
+      return {
+        status: 200,
+        body: {
+          items: page.map((r) => ({ id: r.id, vault_id: r.vault_id, type: r.type, status: r.status, amount: amount(r.amount), timestamp: r.timestamp.toISOString(), tx_hash: r.tx_hash })),
+          next_cursor: rows.length > 50 && last ? encodeCursor(filter, { timestamp: last.timestamp, id: last.id }) : null,
+        },
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/graphql$/,
+    operation: 'BenchDashboard',
+    handle: async (req, q) => {
+      const { variables } = JSON.parse(req.body) as { variables: { address: string } }
+      const [row] = await q(DASHBOARD, [variables.address.toLowerCase()])
+      const doc = row!.doc as { vaults: Record<string, any>[]; positions: Record<string, any>[] }
+      return {
+        status: 200,
+        body: {
+          data: {
+            vaults: {
+              edges: doc.vaults.map((v) => ({
+                node: { id: v.id, name: v.name, chain: v.chain, status: v.status, tvl: amount(v.tvl), sharePrice: amount(v.share_price), composition: v.as_of ? { asOf: iso(v.as_of), positions: v.positions ?? [] } : null },
+              })),
+            },
+            user: {
+              positions: (doc.positions ?? []).map((p) => {
+                const value = Number(p.share_balance) * Number(p.share_price)
+                return {
+                  vaultId: p.vault_id,
+                  shareBalance: num(p.share_balance),
+                  sharePrice: num(p.share_price),
+                  positionValueUsd: num((value * Number(p.base_asset_price_usd)).toFixed(18)),
+                  totalDeposits: num(p.total_deposits),
+                  allTimeEarned: num((value + Number(p.outflow_amount) - Number(p.total_deposits)).toFixed(18)),
+                  firstDepositAt: iso(p.first_deposit_at),
+                }
+              }),
+            },
+          },
+        },
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/internal\/v1\/apiKey\/verify$/,
+    handle: async (req, q) => {
+      const { apiKey } = JSON.parse(req.body) as { apiKey: string }
+      const [k] = await q(KEY_STATE, [createHash('sha256').update(apiKey).digest('hex')])
+      const active = !!k && k.revoked_at === null && k.expires_at.getTime() > Date.now() && k.allowlisted
+      const data = k
+        ? { active, wallet: k.wallet, keyId: k.id, expiresAtMs: k.expires_at.getTime(), reason: active ? null : k.revoked_at ? 'revoked' : !k.allowlisted ? 'not_whitelisted' : 'expired' }
+        : { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }
+      return { status: 200, body: { status: 'ok', data, server_time_ms: Date.now() } }
+    },
+  },
+]
+
+/** The operation name of a GraphQL request body, without a full parse. */
+export function operationOf(body: string): string | undefined {
+  return /"operationName"\s*:\s*"([^"]+)"/.exec(body)?.[1]
+}

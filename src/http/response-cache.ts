@@ -1,0 +1,271 @@
+import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
+import type { Context as HonoContext } from 'hono'
+import { cacheLookups } from '../metrics.js'
+import type { AppEnv } from './env.js'
+
+// A process-local cache of whole response bodies for public vault reads (REST routes marked
+// `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
+// reads all day; a hit answers without GraphQL, Prisma or SQL.
+//
+// Freshness: every entry lives at most `ttlMs` (the backstop for values that change with the
+// clock alone, such as the current composition when a snapshot dated in the future comes due, or
+// a series bucket closing). Imports clear it at once: through the admin hook in this process,
+// and in every other process or instance through PostgreSQL NOTIFY (see data-changes.ts). While
+// the change feed is not connected, nothing is cached. Per-user and key-management responses are
+// never stored: a GraphQL operation is cacheable only when every field it selects belongs to the
+// public types below; REST routes opt in one by one.
+
+/** Types whose every field is the same for every caller (no viewer, no wallet, no key). */
+export const PUBLIC_TYPES = new Set([
+  'Vault',
+  'Contract',
+  'DepositConstraints',
+  'WithdrawConstraints',
+  'Icons',
+  'Composition',
+  'CompositionPosition',
+  'CompositionSeries',
+  'CompositionPoint',
+  'VaultConnection',
+  'VaultEdge',
+  'PageInfo',
+])
+/** Root fields that return public types. */
+export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
+
+export interface CachedResponse {
+  body: string
+  contentType: string
+  etag?: string
+  cacheControl?: string
+}
+
+interface Entry extends CachedResponse {
+  expiresAt: number
+  size: number
+}
+
+export class ResponseCache {
+  readonly #entries = new Map<string, Entry>()
+  /** Answers being computed, so that concurrent misses on one key compute it once. */
+  readonly #pending = new Map<string, Promise<CachedResponse | undefined>>()
+  #bytes = 0
+  #generation = 0
+  /** False while the change feed is down: then nothing may be served from memory. */
+  #live = true
+
+  constructor(
+    readonly ttlMs: number,
+    readonly maxBytes: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get enabled(): boolean {
+    return this.ttlMs > 0 && this.#live
+  }
+
+  /** A ticket taken before computing a response; `set` drops the result if the data changed meanwhile. */
+  ticket(): number {
+    return this.#generation
+  }
+
+  get(key: string): CachedResponse | undefined {
+    if (!this.enabled) return undefined
+    const entry = this.#entries.get(key)
+    if (entry && entry.expiresAt > this.now()) {
+      cacheLookups.inc({ cache: 'response', result: 'hit' })
+      return entry
+    }
+    if (entry) this.#delete(key, entry)
+    cacheLookups.inc({ cache: 'response', result: 'miss' })
+    return undefined
+  }
+
+  set(key: string, response: CachedResponse, ticket: number): void {
+    if (!this.enabled || ticket !== this.#generation) return
+    const size = key.length + response.body.length
+    if (size > this.maxBytes / 16) return
+    const old = this.#entries.get(key)
+    if (old) this.#delete(key, old)
+    // Oldest first: Map iteration follows insertion order.
+    for (const [k, e] of this.#entries) {
+      if (this.#bytes + size <= this.maxBytes) break
+      this.#delete(k, e)
+    }
+    this.#entries.set(key, { ...response, expiresAt: this.now() + this.ttlMs, size })
+    this.#bytes += size
+  }
+
+  /**
+   * The answer for `key`: from memory, else from a computation already running for it, else from
+   * `produce` (stored when it returns a response; `undefined` = not storable, e.g. an error). When
+   * an entry expires under load, one request recomputes it while the others wait for that result
+   * instead of all hitting the database at once. A caller whose shared computation failed or
+   * produced nothing gets `undefined` and answers on its own.
+   */
+  async load(key: string, produce: () => Promise<CachedResponse | undefined>): Promise<CachedResponse | undefined> {
+    const hit = this.get(key)
+    if (hit) return hit
+    const running = this.#pending.get(key)
+    if (running) return running.catch(() => undefined)
+    const ticket = this.ticket()
+    const computing = produce()
+    this.#pending.set(key, computing)
+    try {
+      const response = await computing
+      if (response) this.set(key, response, ticket)
+      return response
+    } finally {
+      if (this.#pending.get(key) === computing) this.#pending.delete(key)
+    }
+  }
+
+  /** The data changed: forget everything, including responses being computed right now. */
+  clear(): void {
+    this.#generation++
+    this.#pending.clear()
+    this.#entries.clear()
+    this.#bytes = 0
+  }
+
+  /** Whether the change feed is connected; entries are dropped when it goes down. */
+  setLive(live: boolean): void {
+    if (!live) this.clear()
+    this.#live = live
+  }
+
+  get size(): number {
+    return this.#entries.size
+  }
+
+  #delete(key: string, entry: Entry) {
+    this.#entries.delete(key)
+    this.#bytes -= entry.size
+  }
+}
+
+const MAX_DOCUMENTS = 1000
+
+/**
+ * Whether a GraphQL operation may be answered from the shared cache: a query whose every selected
+ * field belongs to a public type (introspection and unknown fields are not). Memoised per
+ * document text, so the walk runs once per distinct query.
+ */
+export function publicOperationCheck(schema: GraphQLSchema): (query: string, operationName: string | undefined) => boolean {
+  const memo = new Map<string, boolean>()
+  return (query, operationName) => {
+    const key = `${operationName ?? ''}\u0000${query}`
+    let answer = memo.get(key)
+    if (answer === undefined) {
+      answer = isPublicOperation(schema, query, operationName)
+      if (memo.size >= MAX_DOCUMENTS) memo.clear()
+      memo.set(key, answer)
+    }
+    return answer
+  }
+}
+
+export function isPublicOperation(schema: GraphQLSchema, query: string, operationName: string | undefined): boolean {
+  let document: DocumentNode
+  try {
+    document = parse(query)
+  } catch {
+    return false
+  }
+  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
+  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined
+  const queryType = schema.getQueryType()
+  if (!operation || operation.operation !== 'query' || !queryType) return false
+  const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
+  return selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set())
+}
+
+// A hand-written walk over the schema's own objects (getType, getFields, ofType) rather than
+// graphql-js' TypeInfo: a test runner may load a second copy of graphql, whose instanceof checks
+// would reject this schema. An invalid document is simply not cacheable; Yoga reports its errors.
+function selectsPublicFieldsOnly(
+  schema: GraphQLSchema,
+  typeName: string,
+  selectionSet: SelectionSetNode,
+  fragments: Map<string, FragmentDefinitionNode>,
+  spread: Set<string>,
+): boolean {
+  const isRoot = typeName === schema.getQueryType()?.name
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) {
+      const name = selection.name.value
+      if (name === '__typename') continue
+      if (isRoot ? !PUBLIC_QUERY_FIELDS.has(name) : !PUBLIC_TYPES.has(typeName)) return false
+      const fields = (schema.getType(typeName) as { getFields?: () => Record<string, { type: unknown }> } | undefined)?.getFields?.()
+      const field = fields?.[name]
+      if (!field) return false
+      let type = field.type as { ofType?: unknown; name?: string }
+      while (type.ofType) type = type.ofType as typeof type
+      if (selection.selectionSet && !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))) return false
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      const on = selection.typeCondition?.name.value ?? typeName
+      if (on !== typeName || !selectsPublicFieldsOnly(schema, on, selection.selectionSet, fragments, spread)) return false
+    } else {
+      const fragment = fragments.get(selection.name.value)
+      if (!fragment || fragment.typeCondition.name.value !== typeName) return false
+      if (spread.has(fragment.name.value)) continue
+      spread.add(fragment.name.value)
+      if (!selectsPublicFieldsOnly(schema, typeName, fragment.selectionSet, fragments, spread)) return false
+    }
+  }
+  return true
+}
+
+/** The cache key of a request URL: path and query string, without scheme and host. */
+export function pathAndQuery(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  return start === -1 ? '/' : url.slice(start)
+}
+
+/**
+ * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
+ * within the TTL is served from memory; anything else goes to Yoga unchanged. Only answers
+ * without errors are stored. `execute(request, original)`: `request` may be a copy of `original`
+ * carrying the body this handler has read (state kept per request, such as its deadline, must follow).
+ */
+export function cachedGraphql(
+  cache: ResponseCache,
+  schema: GraphQLSchema,
+  execute: (request: Request, original: Request) => Promise<Response>,
+): (c: HonoContext<AppEnv>) => Promise<Response> {
+  const isPublic = publicOperationCheck(schema)
+  return async (c) => {
+    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, c.req.raw)
+    const text = await c.req.text()
+    // The body is read: Yoga gets a copy of the request with it.
+    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), c.req.raw)
+    let params: { query?: unknown; operationName?: unknown }
+    try {
+      params = JSON.parse(text) as typeof params
+    } catch {
+      return forward()
+    }
+    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
+    const key = `POST /graphql\n${c.req.header('accept') ?? ''}\n${text}`
+    // The first caller's own response, when it is not storable (it must still reach that caller).
+    let own: Response | undefined
+    const shared = await cache.load(key, async () => {
+      const response = await forward()
+      if (response.status !== 200) {
+        own = response
+        return undefined
+      }
+      const body = await response.text()
+      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json' }
+      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
+      if (body.includes('"errors":')) {
+        own = new Response(body, { status: 200, headers: response.headers })
+        return undefined
+      }
+      return answer
+    })
+    if (own) return own
+    if (shared) return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
+    return forward()
+  }
+}
