@@ -43,7 +43,8 @@ if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
   echo "smoke: npx vaultgate migrate applied the migrations to a fresh PostgreSQL database"
 fi
 
-DATA_DIR="$work/app/.data" PORT="$port" LOG_LEVEL=warn npx vaultgate start > "$work/start.log" 2>&1 &
+# The installed bin directly (not npx), so that $! is the gateway itself and the TERM below reaches it.
+DATA_DIR="$work/app/.data" PORT="$port" LOG_LEVEL=warn ./node_modules/.bin/vaultgate start > "$work/start.log" 2>&1 &
 gw_pid=$!
 # The URL this gateway printed (never whatever else may listen on a fixed port).
 url=""

@@ -158,6 +158,6 @@ describe(`production mode (${testBackend})`, () => {
     const page = await graphiql(prodOpen)
     expect(page.status).toBe(200)
     expect(page.headers.get('content-type')).toMatch(/^text\/html/)
-    expect(await page.text()).toContain('<title>vaultgate</title>')
+    expect(await page.text()).toContain('<title>vaultgate GraphiQL</title>')
   })
 })
