@@ -114,27 +114,31 @@ const HISTORY_PAGE = `SELECT id, vault_id, type::text AS type, status::text AS s
   ORDER BY "timestamp" DESC, id DESC LIMIT 51`
 
 // The dashboard in one statement: 20 vaults with their grouped compositions, and the wallet's
-// position totals per vault, the products rounded in SQL (the gateway rounds once in decimal.js).
+// positions, the derived amounts rounded once to 18 decimals in SQL (the gateway does it in decimal.js).
 const DASHBOARD = `SELECT json_build_object(
     'vaults', (SELECT json_agg(x ORDER BY x.id) FROM (
       SELECT v.id, v.name, v.chain, v.status, v.tvl::text AS tvl, v.share_price::text AS share_price, s.as_of, c.positions
       FROM vaults v ${LATEST_COMPOSITION} ORDER BY v.id LIMIT 20) x),
     'positions', (SELECT json_agg(p ORDER BY p.vault_id) FROM (
-      SELECT t.vault_id,
-        sum(t.shares) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') - coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS share_balance,
-        v.share_price, v.base_asset_price_usd,
-        coalesce(sum(t.amount) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0) AS total_deposits,
-        coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS outflow_amount,
-        min(t."timestamp") FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') AS first_deposit_at
-      FROM transactions t JOIN vaults v ON v.id = t.vault_id WHERE t.address = $1
-      GROUP BY t.vault_id, v.share_price, v.base_asset_price_usd
-      HAVING bool_or(t.type = 'deposit' AND t.status = 'completed')) p)
+      SELECT q.vault_id, q.share_balance::text AS share_balance, q.share_price::text AS share_price, q.deposits::text AS total_deposits,
+        round(q.share_balance * q.share_price * q.base_asset_price_usd, 18)::text AS position_value_usd,
+        round(q.share_balance * q.share_price + q.outflow_amount - q.deposits, 18)::text AS all_time_earned,
+        q.first_deposit_at
+      FROM (
+        SELECT t.vault_id, v.share_price, v.base_asset_price_usd,
+          coalesce(sum(t.shares) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0)
+            - coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS share_balance,
+          coalesce(sum(t.amount) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0) AS deposits,
+          coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0) AS outflow_amount,
+          min(t."timestamp") FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') AS first_deposit_at
+        FROM transactions t JOIN vaults v ON v.id = t.vault_id WHERE t.address = $1
+        GROUP BY t.vault_id, v.share_price, v.base_asset_price_usd
+        HAVING bool_or(t.type = 'deposit' AND t.status = 'completed')) q) p)
   ) AS doc`
 
 const KEY_STATE = `SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, (a.address IS NOT NULL) AS allowlisted
   FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet WHERE k.digest = $1`
 
-const num = (n: number | string) => amount(String(n))
 const iso = (v: string) => new Date(v).toISOString()
 
 type Handler = (req: DbRequest, q: Query, match: RegExpMatchArray) => Promise<{ status: number; body: unknown }>
@@ -220,18 +224,15 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
               })),
             },
             user: {
-              positions: (doc.positions ?? []).map((p) => {
-                const value = Number(p.share_balance) * Number(p.share_price)
-                return {
-                  vaultId: p.vault_id,
-                  shareBalance: num(p.share_balance),
-                  sharePrice: num(p.share_price),
-                  positionValueUsd: num((value * Number(p.base_asset_price_usd)).toFixed(18)),
-                  totalDeposits: num(p.total_deposits),
-                  allTimeEarned: num((value + Number(p.outflow_amount) - Number(p.total_deposits)).toFixed(18)),
-                  firstDepositAt: iso(p.first_deposit_at),
-                }
-              }),
+              positions: (doc.positions ?? []).map((p) => ({
+                vaultId: p.vault_id,
+                shareBalance: amount(p.share_balance),
+                sharePrice: amount(p.share_price),
+                positionValueUsd: amount(p.position_value_usd),
+                totalDeposits: amount(p.total_deposits),
+                allTimeEarned: amount(p.all_time_earned),
+                firstDepositAt: iso(p.first_deposit_at),
+              })),
             },
           },
         },
