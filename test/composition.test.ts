@@ -3,35 +3,14 @@ import { importDocument, type ImportPosition, type ImportVault } from '../src/im
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { recordSql } from './support/sql.js'
+import { vaultDoc } from './support/wallet-data.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 const now = new Date('2026-11-21T12:30:00.000Z') // a Saturday
 const ms = (iso: string) => Date.parse(iso)
 
-const vault = (id: string): ImportVault => ({
-  id,
-  name: `Vault ${id}`,
-  chain: 'ethereum',
-  chain_id: '1',
-  symbol: 'vgUSD',
-  base_asset: 'USDC',
-  base_asset_price_usd: '1',
-  status: 'active',
-  tvl: '1000',
-  share_price: '1',
-  perf_fee_bps: 1000,
-  mgmt_fee_bps: null,
-  contract: { address: '0x00000000000000000000000000000000000000aa' },
-  deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
-  withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
-  icons: { dark: null, light: null },
-  api_endpoint: `https://api.vaultgate.test/v1/vaults/${id}`,
-  description: null,
-  docs_url: null,
-  inception_date: null,
-  strategy_brief: null,
-})
+const vault = (id: string): ImportVault => vaultDoc(id, { symbol: 'vgUSD', tvl: '1000' })
 
 const usdc = (platform: string, pct: number, apy: number): ImportPosition => ({ platform, asset: 'USD Coin', symbol: 'USDC', pct, apy_est_pct: apy, icon: `https://icons.test/${platform.toLowerCase()}-usdc.svg` })
 const dai = (platform: string, pct: number, apy: number): ImportPosition => ({ platform, asset: 'Dai', symbol: 'DAI', pct, apy_est_pct: apy, icon: `https://icons.test/${platform.toLowerCase()}-dai.svg` })

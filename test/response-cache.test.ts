@@ -4,6 +4,7 @@ import { importDocument, type ImportVault } from '../src/import.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { recordSql } from './support/sql.js'
+import { vaultDoc } from './support/wallet-data.js'
 
 // The response cache must never show data older than the last import, and must never hold an
 // answer that depends on who asks. Its TTL is a minute here, so only invalidation can explain a
@@ -11,29 +12,8 @@ import { recordSql } from './support/sql.js'
 
 const ADMIN_TOKEN = 'admin-token-for-cache-tests'
 
-const vault = (id: string, tvl: string): ImportVault => ({
-  id,
-  name: `Cache ${id}`,
-  chain: 'ethereum',
-  chain_id: '1',
-  symbol: 'vcUSDC',
-  base_asset: 'USDC',
-  base_asset_price_usd: '1',
-  status: 'active',
-  tvl,
-  share_price: '1.5',
-  perf_fee_bps: 1000,
-  mgmt_fee_bps: null,
-  contract: { address: '0x00000000000000000000000000000000000000cc' },
-  deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
-  withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
-  icons: { dark: null, light: null },
-  api_endpoint: `https://api.vaultgate.test/v1/vaults/${id}`,
-  description: null,
-  docs_url: null,
-  inception_date: null,
-  strategy_brief: null,
-})
+const vault = (id: string, tvl: string): ImportVault =>
+  vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5', contract: { address: '0x00000000000000000000000000000000000000cc' } })
 
 /** Reads until `done` holds, for at most 5 s (a notification travels through the database). */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {

@@ -33,7 +33,9 @@ const withVariables = fc.record({
 })
 
 /** The same operations with the values written into the document as literals (JSON strings and numbers are GraphQL literals). */
-const literal = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[A-Z_][A-Z0-9_]*$/.test(v) ? v : JSON.stringify(String(v)))
+// Objects are written as their JSON text: String() throws on objects without a prototype (fast-check makes them).
+const text = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))
+const literal = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[A-Z_][A-Z0-9_]*$/.test(v) ? v : JSON.stringify(text(v)))
 const inline = withVariables.map(({ op, values }) => {
   let i = 0
   return { query: op.query.replace(/^query\([^)]*\)/, 'query').replace(/\$\w+/g, () => literal(values[i++ % values.length] ?? 'v1')) }
