@@ -30,19 +30,23 @@ const VAULT_QUERY = 'query CacheVault($id: ID!) { vault(id: $id) { id tvl compos
 describe(`response cache (${testBackend})`, () => {
   let t: TestApp
 
+  /** Waits until the cache has been emptied `times` more times (each import's NOTIFY arrives on its own schedule). */
+  const clearedSince = async (generation: number, times = 1) => {
+    for (let i = 0; i < 100 && t.app.responseCache.ticket() < generation + times; i++) await new Promise((r) => setTimeout(r, 50))
+    expect(t.app.responseCache.ticket()).toBeGreaterThanOrEqual(generation + times)
+  }
+
   beforeAll(async () => {
     t = await createTestApp({ RESPONSE_CACHE_TTL_MS: '60000', ADMIN_TOKEN })
+    // createTestApp waits for app.ready: the change feed listens before anything is imported.
+    expect(t.app.responseCache.enabled).toBe(true)
+    const generation = t.app.responseCache.ticket()
     await importDocument({
       vaults: [vault('cache-a', '100'), vault('cache-b', '200')],
       compositions: [{ vault_id: 'cache-a', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://i.test/a.svg' }] }],
     })
-    // The cache stays off until the change feed listens.
-    for (let i = 0; i < 100 && !t.app.responseCache.enabled; i++) await new Promise((r) => setTimeout(r, 50))
-    expect(t.app.responseCache.enabled).toBe(true)
-    // On PostgreSQL the import's own NOTIFY arrives a moment later and empties the cache: let it pass.
-    const settled = await eventually(async () => (await t.request('/v1/vaults/cache-a'), recordSql(() => t.request('/v1/vaults/cache-a'))), (r) => r.statements.length === 0)
-    expect(settled.statements).toEqual([])
-    t.app.responseCache.clear()
+    // The import's own NOTIFY empties the cache when it arrives (on PostgreSQL, a moment later).
+    await clearedSince(generation)
   })
   afterAll(() => t.close())
 
@@ -76,11 +80,14 @@ describe(`response cache (${testBackend})`, () => {
     expect(before.body).toEqual({ data: { vault: { id: 'cache-b', tvl: '200', composition: null } } })
     expect((await graphql(VAULT_QUERY, { id: 'cache-b' })).statements).toEqual([])
 
+    const generation = t.app.responseCache.ticket()
     const res = await adminImport({
       vaults: [vault('cache-b', '250.5')],
       compositions: [{ vault_id: 'cache-b', as_of: '2026-02-01T00:00:00.000Z', positions: [{ platform: 'morpho', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 5, icon: 'https://i.test/m.svg' }] }],
     })
     expect(res.status).toBe(200)
+    // Emptied twice: by the admin route before it answered, and by the import's NOTIFY.
+    await clearedSince(generation, 2)
 
     const rest = await getVault('cache-b')
     expect(rest.body.tvl).toBe('250.5')
@@ -93,7 +100,9 @@ describe(`response cache (${testBackend})`, () => {
   it('shows an import run by the importer directly (the CLI, or another instance) once its NOTIFY arrives', async () => {
     expect((await getVault('cache-a')).body.tvl).toBe('100')
     expect((await getVault('cache-a')).statements).toEqual([])
+    const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vault('cache-a', '101')] })
+    await clearedSince(generation)
     const after = await eventually(() => getVault('cache-a'), (r) => r.body.tvl !== '100')
     expect(after.body.tvl).toBe('101')
   })
