@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
@@ -16,7 +15,8 @@ import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
 import { explorerRoutes } from './http/explorer.js'
 import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
-import { requestObservability, useOperationMetrics } from './http/observability.js'
+import { requestIdOf, requestObservability, useOperationMetrics } from './http/observability.js'
+import { createFastPath } from './http/fast-path.js'
 import { internalRoutes } from './http/internal.js'
 import { referenceRoutes } from './http/reference.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
@@ -98,7 +98,20 @@ export interface App {
  * `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens.
  * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
  */
-export function createApp({ config, db, clock = systemClock, examples }: { config: Config; db: Database; clock?: Clock; examples?: ExampleIds }): App {
+export function createApp({
+  config,
+  db,
+  clock = systemClock,
+  examples,
+  fastPath = true,
+}: {
+  config: Config
+  db: Database
+  clock?: Clock
+  examples?: ExampleIds
+  /** Answer cache hits and key verifications before the routes (src/http/fast-path.ts); off only to compare both paths in tests. */
+  fastPath?: boolean
+}): App {
   const session = createSessionAuth(config.auth, clock)
   // Rate-limit counters (in Redis when REDIS_URL is set): see the hardening block below.
   const limits = createRateLimits(config)
@@ -128,7 +141,7 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
 
   const app = new Hono<AppEnv>()
   app.use('*', async (c, next) => {
-    const requestId = c.req.header('x-request-id')?.slice(0, 128) || randomUUID()
+    const requestId = requestIdOf(c.req.header('x-request-id'))
     c.set('requestId', requestId)
     await next()
     // On the finished response's headers: c.header() at this point would rebuild the response
@@ -188,8 +201,10 @@ export function createApp({ config, db, clock = systemClock, examples }: { confi
   app.onError(answerError)
 
   const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
+  const viaRoutes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
+  const fast = fastPath ? createFastPath({ config, cache: responseCache, limits, verifier }, viaRoutes) : () => undefined
   return {
-    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
+    fetch: (request, env) => fast(request, env) ?? viaRoutes(request, env),
     yoga,
     limits,
     verifier,

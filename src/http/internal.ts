@@ -7,7 +7,10 @@ import { keyVerifications } from '../metrics.js'
 import { bearerMatches } from './auth.js'
 import { smallBodyLimit } from './body-limit.js'
 import type { AppEnv } from './env.js'
-import type { RateLimits } from './rate-limit.js'
+import { consumeOnce, type RateLimits } from './rate-limit.js'
+
+/** The largest verify body read (a key is ~60 characters). */
+export const VERIFY_BODY_LIMIT = 4096
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
@@ -17,7 +20,7 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
   const app = new Hono<AppEnv>()
   app.use('*', async (c, next) => {
     if (!config.internalToken) throw new AppError('not_found', 'Internal routes are disabled (INTERNAL_TOKEN is not set).')
-    if (!bearerMatches(c.req.header('authorization'), config.internalToken)) {
+    if (!internalAuthorized(config, c.req.header('authorization'))) {
       throw new AppError('unauthorized', 'A valid internal token is required (Authorization: Bearer <INTERNAL_TOKEN>).')
     }
     await next()
@@ -25,31 +28,43 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
 
   app.post(
     '/v1/apiKey/verify',
-    smallBodyLimit({ maxSize: 4096, onError: () => { throw badRequest('The request body is larger than 4 KiB.') } }),
+    smallBodyLimit({ maxSize: VERIFY_BODY_LIMIT, onError: () => { throw badRequest('The request body is larger than 4 KiB.') } }),
     async (c) => {
-      let body: unknown
-      try {
-        body = await c.req.json()
-      } catch {
-        throw badRequest('The request body must be JSON: {"apiKey":"…"}.')
-      }
-      const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
-      if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
-      // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
-      await limits?.consume('verify', apiKey)
-      try {
-        const data = await verifier.verify(apiKey)
-        keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
-        c.header('Cache-Control', 'no-store')
-        return c.json({ status: 'ok', data, server_time_ms: Date.now() })
-      } catch (e) {
-        if (!(e instanceof VerifierUnavailableError)) throw e
-        keyVerifications.inc({ result: 'unavailable' })
-        // Fail closed: the exchange must refuse the key, and must not take it for an unknown one.
-        logger.error({ err: e.cause }, 'API key verification unavailable')
-        throw new AppError('unavailable', 'API key state cannot be checked right now; refuse the key and retry shortly.')
-      }
+      c.header('Cache-Control', 'no-store')
+      return c.body(await verifyAnswer(await c.req.text(), c.req.raw, verifier, limits), 200, { 'Content-Type': 'application/json' })
     },
   )
   return app
+}
+
+/** Whether `authorization` carries the internal token (internal routes are off without one). */
+export const internalAuthorized = (config: Pick<Config, 'internalToken'>, authorization: string | null | undefined) =>
+  !!config.internalToken && bearerMatches(authorization, config.internalToken)
+
+/**
+ * The verify route's JSON answer to the body `text` (the fast path calls it too); throws the
+ * AppError the route answers with.
+ */
+export async function verifyAnswer(text: string, request: Request, verifier: ApiKeyVerifier, limits?: RateLimits): Promise<string> {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw badRequest('The request body must be JSON: {"apiKey":"…"}.')
+  }
+  const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
+  if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
+  // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
+  if (limits) await consumeOnce(limits, request, 'verify', apiKey)
+  try {
+    const data = await verifier.verify(apiKey)
+    keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
+    return JSON.stringify({ status: 'ok', data, server_time_ms: Date.now() })
+  } catch (e) {
+    if (!(e instanceof VerifierUnavailableError)) throw e
+    keyVerifications.inc({ result: 'unavailable' })
+    // Fail closed: the exchange must refuse the key, and must not take it for an unknown one.
+    logger.error({ err: e.cause }, 'API key verification unavailable')
+    throw new AppError('unavailable', 'API key state cannot be checked right now; refuse the key and retry shortly.')
+  }
 }

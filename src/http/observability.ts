@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import type { Plugin } from 'graphql-yoga'
 import { getOperationAST } from 'graphql'
@@ -14,12 +15,18 @@ import type { AppEnv } from './env.js'
 export const requestObservability: MiddlewareHandler<AppEnv> = async (c, next) => {
   const started = performance.now()
   await next()
+  recordRequest(c.get('requestId'), c.req.method, c.req.routePath || 'unmatched', c.res.status, started)
+}
+
+/** The request's id: the caller's X-Request-Id (at most 128 characters), else a new UUID. */
+export const requestIdOf = (header: string | null | undefined) => header?.slice(0, 128) || randomUUID()
+
+/** The log line and metrics of one answered request; `started` is its `performance.now()`. */
+export function recordRequest(requestId: string, method: string, route: string, status: number, started: number): void {
   const seconds = (performance.now() - started) / 1000
-  const route = c.req.routePath || 'unmatched'
-  const status = c.res.status
-  httpRequests.inc({ route, method: c.req.method, status: String(status) })
-  httpDuration.observe({ route, method: c.req.method }, seconds)
-  logger.info({ requestId: c.get('requestId'), method: c.req.method, route, status, ms: Math.round(seconds * 10_000) / 10 }, 'request')
+  httpRequests.inc({ route, method, status: String(status) })
+  httpDuration.observe({ route, method }, seconds)
+  logger.info({ requestId, method, route, status, ms: Math.round(seconds * 10_000) / 10 }, 'request')
 }
 
 /** GraphQL operations by name and type, their latency, and the error codes they answered with. */

@@ -38,6 +38,8 @@ export interface CachedResponse {
   contentType: string
   etag?: string
   cacheControl?: string
+  /** The route pattern that produced it (the fast path labels its log line and metrics with it). */
+  route?: string
 }
 
 interface Entry extends CachedResponse {
@@ -79,6 +81,15 @@ export class ResponseCache {
     if (entry) this.#delete(key, entry)
     cacheLookups.inc({ cache: 'response', result: 'miss' })
     return undefined
+  }
+
+  /** A fresh entry, or undefined without counting a miss (the caller falls back to `load`, which counts it). */
+  hit(key: string): CachedResponse | undefined {
+    if (!this.enabled) return undefined
+    const entry = this.#entries.get(key)
+    if (!entry || entry.expiresAt <= this.now()) return undefined
+    cacheLookups.inc({ cache: 'response', result: 'hit' })
+    return entry
   }
 
   set(key: string, response: CachedResponse, ticket: number): void {
@@ -222,6 +233,17 @@ export function pathAndQuery(url: string): string {
   return start === -1 ? '/' : url.slice(start)
 }
 
+// POST /graphql bodies the fast path has read already (a request body can be read only once).
+const readAhead = new WeakMap<Request, string>()
+
+/** The cache key of a POST /graphql body. */
+export const graphqlCacheKey = (accept: string | null | undefined, body: string) => `POST /graphql\n${accept ?? ''}\n${body}`
+
+/** `request` reaches the routes with its body already read as `text`. */
+export function bodyReadAhead(request: Request, text: string): void {
+  readAhead.set(request, text)
+}
+
 /**
  * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
  * within the TTL is served from memory; anything else goes to Yoga unchanged. Only answers
@@ -235,8 +257,9 @@ export function cachedGraphql(
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   const isPublic = publicOperationCheck(schema)
   return async (c) => {
-    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, c.req.raw)
-    const text = await c.req.text()
+    const early = readAhead.get(c.req.raw)
+    if (early === undefined && (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json'))) return execute(c.req.raw, c.req.raw)
+    const text = early ?? (await c.req.text())
     // The body is read: Yoga gets a copy of the request with it.
     const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), c.req.raw)
     let params: { query?: unknown; operationName?: unknown }
@@ -245,8 +268,8 @@ export function cachedGraphql(
     } catch {
       return forward()
     }
-    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
-    const key = `POST /graphql\n${c.req.header('accept') ?? ''}\n${text}`
+    if (!cache.enabled || typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
+    const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined
     const shared = await cache.load(key, async () => {
@@ -256,7 +279,7 @@ export function cachedGraphql(
         return undefined
       }
       const body = await response.text()
-      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json' }
+      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql' }
       // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
       if (body.includes('"errors":')) {
         own = new Response(body, { status: 200, headers: response.headers })

@@ -125,17 +125,20 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   })
 }
 
+/** 304 when the client's copy (If-None-Match) is current: a revalidation, counted as an ETag hit or miss. */
+export function notModified(ifNoneMatch: string | null | undefined, etag: string): boolean {
+  if (ifNoneMatch == null) return false
+  const hit = etagMatches(ifNoneMatch, etag)
+  cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
+  return hit
+}
+
 /** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
 function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
   c.header('Content-Type', r.contentType)
   c.header('ETag', r.etag!)
   c.header('Cache-Control', r.cacheControl!)
-  const ifNoneMatch = c.req.header('if-none-match')
-  if (ifNoneMatch === undefined) return c.body(r.body, 200)
-  // Revalidations: a hit when the client's copy is still current (304, no body sent).
-  const hit = etagMatches(ifNoneMatch, r.etag!)
-  cacheLookups.inc({ cache: 'rest_etag', result: hit ? 'hit' : 'miss' })
-  return hit ? c.body(null, 304) : c.body(r.body, 200)
+  return notModified(c.req.header('if-none-match'), r.etag!) ? c.body(null, 304) : c.body(r.body, 200)
 }
 
 /** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
@@ -154,7 +157,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
       const error = resultError(result)
       if (error) throw error
       const body = JSON.stringify(route.shape(result.data, input))
-      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl }
+      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: c.req.routePath }
     }
 
     app.on(route.method, route.path, async (c) => {
