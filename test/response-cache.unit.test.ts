@@ -1,4 +1,6 @@
+import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
+import { requestDeadline, requestSignal, withOwnDeadline } from '../src/http/limits.js'
 import { isPublicOperation, pathAndQuery, PUBLIC_QUERY_FIELDS, PUBLIC_TYPES, ResponseCache } from '../src/http/response-cache.js'
 import { schema } from '../src/schema/index.js'
 
@@ -93,6 +95,51 @@ describe('ResponseCache', () => {
   it('keys a request by path and query string only', () => {
     expect(pathAndQuery('http://example.test:4000/v1/vaults/a?group_by=asset')).toBe('/v1/vaults/a?group_by=asset')
     expect(pathAndQuery('http://example.test')).toBe('/')
+  })
+})
+
+describe('withOwnDeadline (a background refresh outliving the request that started it)', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+  /** An app whose requests have a 100 ms deadline; GET / starts `work` on a detached copy and answers at once. */
+  const appStarting = (work: (detached: Request) => Promise<unknown>) => {
+    const app = new Hono()
+    let started: Promise<unknown> = Promise.resolve()
+    app.use('*', requestDeadline(100))
+    app.get('/', (c) => {
+      const detached = new Request(c.req.url, { headers: c.req.raw.headers })
+      started = withOwnDeadline(c.req.raw, detached, () => work(detached))
+      return c.text('ok')
+    })
+    return { app, started: () => started }
+  }
+
+  it('gives the copy a deadline of its own: neither the end of the request nor its client aborts it, its own deadline does', async () => {
+    const { app, started } = appStarting(async (detached) => {
+      await sleep(30) // the request has been answered, its timer cleared
+      const signal = requestSignal(detached)
+      expect(signal.aborted).toBe(false)
+      await new Promise((resolve) => signal.addEventListener('abort', resolve))
+      return signal.reason
+    })
+    const client = new AbortController()
+    const t0 = Date.now()
+    expect((await app.request('/', { signal: client.signal })).status).toBe(200)
+    client.abort()
+    const reason = (await started()) as Error
+    expect(reason.message).toMatch(/longer than 100 ms/)
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(95)
+  })
+
+  it('clears its timer when the work settles', async () => {
+    let signal: AbortSignal | undefined
+    const { app, started } = appStarting(async (detached) => {
+      signal = requestSignal(detached)
+    })
+    await app.request('/')
+    await started()
+    await sleep(150)
+    expect(signal?.aborted).toBe(false)
   })
 })
 
