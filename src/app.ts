@@ -173,7 +173,7 @@ export function createApp({
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
-  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes)
+  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
   responseCache.setLive(false)
   const dataFeed =
     config.responseCache.ttlMs > 0

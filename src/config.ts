@@ -118,6 +118,7 @@ const env = z.object({
   SLOW_QUERY_MS: int(200, 0, 3_600_000),
   DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
+  RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
   // Limits against abuse (README "Under faults and abuse").
@@ -174,8 +175,11 @@ export interface Config {
   shutdownTimeoutMs: number
   /** SQL statements slower than this are logged (warn). */
   slowQueryMs: number
-  /** Public vault reads kept in memory; `ttlMs` 0 turns the cache off. */
-  responseCache: { ttlMs: number; maxBytes: number }
+  /**
+   * Public vault reads kept in memory; `ttlMs` 0 turns the cache off. For `staleMs` past its TTL an
+   * entry is still answered while one background request refreshes it (0 = never).
+   */
+  responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
   graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
@@ -223,7 +227,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     slowQueryMs: e.SLOW_QUERY_MS,
-    responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
+    responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     graphql: {
       graphiql,

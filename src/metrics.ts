@@ -55,7 +55,7 @@ export const sqlDuration = new Histogram({
 
 export const cacheLookups = new Counter({
   name: 'vaultgate_cache_lookups_total',
-  help: 'Response-cache and key-cache lookups by cache and result (hit or miss).',
+  help: 'Response-cache and key-cache lookups by cache and result (hit, miss, or stale: an expired response answered while it is refreshed).',
   labelNames: ['cache', 'result'] as const,
   registers: [registry],
 })

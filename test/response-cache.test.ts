@@ -140,3 +140,59 @@ describe(`response cache (${testBackend})`, () => {
     expect((await graphql(introspecting, {})).statements.length).toBe(1)
   })
 })
+
+// Stale-while-revalidate end to end: a TTL of 200 ms and a stale window of a minute, so an expired
+// answer is always served stale here, and only its background refresh can bring a newer one. The
+// database is changed behind the gateway's back (no NOTIFY) to tell the two apart.
+describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
+  let t: TestApp
+
+  beforeAll(async () => {
+    t = await createTestApp({ RESPONSE_CACHE_TTL_MS: '200', RESPONSE_CACHE_STALE_MS: '60000', ADMIN_TOKEN })
+    expect(t.app.responseCache.staleMs).toBe(60_000)
+    await importDocument({ vaults: [vault('swr-a', '100')] })
+  })
+  afterAll(() => t.close())
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  /** Changes a vault's TVL without telling the gateway (no NOTIFY): the cache cannot know. */
+  const quietUpdate = (tvl: number) => (t.db.pglite ? t.db.pglite.exec(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`) : t.db.pool!.query(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`))
+  const getVault = async () => {
+    const res = await t.request('/v1/vaults/swr-a')
+    return { status: res.status, etag: res.headers.get('etag'), tvl: ((await res.json()) as { tvl: string }).tvl }
+  }
+  const graphqlTvl = async () => ((await t.graphql(VAULT_QUERY, { id: 'swr-a' })).body as { data: { vault: { tvl: string } } }).data.vault.tvl
+
+  it('answers an expired REST read at once with the stale body and its ETag, then the refreshed one (new ETag)', async () => {
+    const first = await getVault()
+    expect(first).toMatchObject({ status: 200, tvl: '100' })
+    await quietUpdate(103)
+    await sleep(250)
+    expect(await getVault()).toEqual(first)
+    // The refresh started by the stale answer ran after that request ended, under a deadline of its own.
+    const refreshed = await eventually(getVault, (r) => r.tvl !== '100')
+    expect(refreshed.tvl).toBe('103')
+    expect(refreshed.etag).not.toBe(first.etag)
+  })
+
+  it('answers an expired GraphQL read at once with the stale body, then the refreshed one', async () => {
+    expect(await graphqlTvl()).toBe('103')
+    await quietUpdate(104)
+    await sleep(250)
+    expect(await graphqlTvl()).toBe('103')
+    expect(await eventually(graphqlTvl, (tvl) => tvl !== '103')).toBe('104')
+  })
+
+  it('never answers a stale entry after an import', async () => {
+    // The REST entry (refreshed to 103 above) catches up with the quiet update to 104, then goes stale.
+    expect((await eventually(getVault, (r) => r.tvl !== '103')).tvl).toBe('104')
+    await sleep(250)
+    const res = await t.request('/admin/import', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ vaults: [vault('swr-a', '105')] }),
+    })
+    expect(res.status).toBe(200)
+    expect((await getVault()).tvl).toBe('105')
+  })
+})

@@ -46,6 +46,26 @@ export function shareDeadline(original: Request, forwarded: Request): void {
   if (deadline) deadlines.set(forwarded, deadline)
 }
 
+/**
+ * Runs `work` for `detached`, a copy of `original` made to outlive it (a cached answer refreshed in
+ * the background, after `original` may have been answered). `detached` gets a deadline of its own,
+ * as long as the original's and counted from now: the original's timer is cleared when it ends
+ * (work under it would then run without a deadline, or under a timer that nothing clears), and its
+ * client going away must not abort work done for later callers. The timer is cleared when `work`
+ * settles. `detached` should carry no signal of the original's.
+ */
+export async function withOwnDeadline<T>(original: Request, detached: Request, work: () => Promise<T>): Promise<T> {
+  const ms = deadlines.get(original)?.ms
+  if (ms === undefined) return work()
+  const deadline: Deadline = { at: Date.now() + ms, ms }
+  deadlines.set(detached, deadline)
+  try {
+    return await work()
+  } finally {
+    clearTimeout(deadline.timer)
+  }
+}
+
 export const timeoutError = (ms: number) => new AppError('unavailable', `The request took longer than ${ms} ms; try again shortly.`)
 
 /**

@@ -2,6 +2,7 @@ import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type Graph
 import type { Context as HonoContext } from 'hono'
 import { cacheLookups } from '../metrics.js'
 import type { AppEnv } from './env.js'
+import { withOwnDeadline } from './limits.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -9,9 +10,12 @@ import type { AppEnv } from './env.js'
 //
 // Freshness: every entry lives at most `ttlMs` (the backstop for values that change with the
 // clock alone, such as the current composition when a snapshot dated in the future comes due, or
-// a series bucket closing). Imports clear it at once: through the admin hook in this process,
-// and in every other process or instance through PostgreSQL NOTIFY (see data-changes.ts). While
-// the change feed is not connected, nothing is cached. Per-user and key-management responses are
+// a series bucket closing). For `staleMs` after that, an expired entry is still answered by `load`
+// while one background computation replaces it (stale-while-revalidate), so a popular expensive
+// read never makes its callers wait when it expires. Imports clear it at once, stale entries too:
+// through the admin hook in this process, and in every other process or instance through
+// PostgreSQL NOTIFY (see data-changes.ts). While the change feed is not connected, nothing is
+// cached. Per-user and key-management responses are
 // never stored: a GraphQL operation is cacheable only when every field it selects belongs to the
 // public types below; REST routes opt in one by one.
 
@@ -43,23 +47,35 @@ export interface CachedResponse {
 }
 
 interface Entry extends CachedResponse {
+  /** Fresh (answered by `get` and `load`) until then. */
   expiresAt: number
+  /** Answered by `load` while it is refreshed until then; dropped after. */
+  staleUntil: number
   size: number
 }
 
+/**
+ * Computes a response for the cache. `background` is true when nobody waits for the result (a
+ * stale entry was answered and this refreshes it): the computation must then not depend on the
+ * request that triggered it staying open, and its errors are nobody's to answer (they are dropped).
+ */
+export type Produce = (background: boolean) => Promise<CachedResponse | undefined>
+
 export class ResponseCache {
   readonly #entries = new Map<string, Entry>()
-  /** Answers being computed, so that concurrent misses on one key compute it once. */
+  /** Answers being computed (in the foreground or as a refresh), so that one key is computed once at a time. */
   readonly #pending = new Map<string, Promise<CachedResponse | undefined>>()
   #bytes = 0
   #generation = 0
   /** False while the change feed is down: then nothing may be served from memory. */
   #live = true
 
+  /** `staleMs`: how long after its TTL an entry may still be answered by `load` while it is refreshed (0 = never). */
   constructor(
     readonly ttlMs: number,
     readonly maxBytes: number,
     private readonly now: () => number = Date.now,
+    readonly staleMs = 0,
   ) {}
 
   get enabled(): boolean {
@@ -71,14 +87,15 @@ export class ResponseCache {
     return this.#generation
   }
 
+  /** A fresh entry only: an expired one, even within its stale window, is `undefined` here (see `load`). */
   get(key: string): CachedResponse | undefined {
     if (!this.enabled) return undefined
-    const entry = this.#entries.get(key)
-    if (entry && entry.expiresAt > this.now()) {
+    const now = this.now()
+    const entry = this.#find(key, now)
+    if (entry && entry.expiresAt > now) {
       cacheLookups.inc({ cache: 'response', result: 'hit' })
       return entry
     }
-    if (entry) this.#delete(key, entry)
     cacheLookups.inc({ cache: 'response', result: 'miss' })
     return undefined
   }
@@ -103,24 +120,40 @@ export class ResponseCache {
       if (this.#bytes + size <= this.maxBytes) break
       this.#delete(k, e)
     }
-    this.#entries.set(key, { ...response, expiresAt: this.now() + this.ttlMs, size })
+    const expiresAt = this.now() + this.ttlMs
+    this.#entries.set(key, { ...response, expiresAt, staleUntil: expiresAt + this.staleMs, size })
     this.#bytes += size
   }
 
   /**
    * The answer for `key`: from memory, else from a computation already running for it, else from
-   * `produce` (stored when it returns a response; `undefined` = not storable, e.g. an error). When
-   * an entry expires under load, one request recomputes it while the others wait for that result
-   * instead of all hitting the database at once. A caller whose shared computation failed or
-   * produced nothing gets `undefined` and answers on its own.
+   * `produce(false)` (stored when it returns a response; `undefined` = not storable, e.g. an error).
+   * When an entry expires under load, one request recomputes it while the others wait for that
+   * result instead of all hitting the database at once. A caller whose shared computation failed
+   * or produced nothing gets `undefined` and answers on its own.
+   *
+   * Stale-while-revalidate: an entry expired less than `staleMs` ago is answered at once, and
+   * `produce(true)` runs in the background (once per key at a time) to replace it. A refresh that
+   * fails or produces nothing leaves the stale entry to the end of its window (the next load
+   * within it tries again); a refresh that spans a `clear` is not stored.
    */
-  async load(key: string, produce: () => Promise<CachedResponse | undefined>): Promise<CachedResponse | undefined> {
-    const hit = this.get(key)
-    if (hit) return hit
+  async load(key: string, produce: Produce): Promise<CachedResponse | undefined> {
+    const now = this.now()
+    const entry = this.enabled ? this.#find(key, now) : undefined
+    if (entry && entry.expiresAt > now) {
+      cacheLookups.inc({ cache: 'response', result: 'hit' })
+      return entry
+    }
+    if (entry) {
+      cacheLookups.inc({ cache: 'response', result: 'stale' })
+      if (!this.#pending.has(key)) void this.#refresh(key, produce)
+      return entry
+    }
+    if (this.enabled) cacheLookups.inc({ cache: 'response', result: 'miss' })
     const running = this.#pending.get(key)
     if (running) return running.catch(() => undefined)
     const ticket = this.ticket()
-    const computing = produce()
+    const computing = produce(false)
     this.#pending.set(key, computing)
     try {
       const response = await computing
@@ -131,7 +164,23 @@ export class ResponseCache {
     }
   }
 
-  /** The data changed: forget everything, including responses being computed right now. */
+  /** Recomputes a stale entry nobody waits for; never rejects. */
+  async #refresh(key: string, produce: Produce): Promise<void> {
+    const ticket = this.ticket()
+    // Async, so that a produce throwing synchronously becomes a rejection handled here.
+    const computing = (async () => produce(true))()
+    this.#pending.set(key, computing)
+    try {
+      const response = await computing
+      if (response) this.set(key, response, ticket)
+    } catch {
+      // Nobody to answer: the stale entry stays until its window ends, and the next load retries.
+    } finally {
+      if (this.#pending.get(key) === computing) this.#pending.delete(key)
+    }
+  }
+
+/** The data changed: forget everything, including responses being computed right now. */
   clear(): void {
     this.#generation++
     this.#pending.clear()
@@ -147,6 +196,14 @@ export class ResponseCache {
 
   get size(): number {
     return this.#entries.size
+  }
+
+  /** The entry for `key` if it is fresh or within its stale window; one past it is dropped. */
+  #find(key: string, now: number): Entry | undefined {
+    const entry = this.#entries.get(key)
+    if (!entry || entry.staleUntil > now) return entry
+    this.#delete(key, entry)
+    return undefined
   }
 
   #delete(key: string, entry: Entry) {
@@ -246,9 +303,11 @@ export function bodyReadAhead(request: Request, text: string): void {
 
 /**
  * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
- * within the TTL is served from memory; anything else goes to Yoga unchanged. Only answers
- * without errors are stored. `execute(request, original)`: `request` may be a copy of `original`
- * carrying the body this handler has read (state kept per request, such as its deadline, must follow).
+ * within the TTL is served from memory (or, just after, while it is refreshed: see `load`);
+ * anything else goes to Yoga unchanged. Only answers without errors are stored.
+ * `execute(request, original)`: `request` may be a copy of `original` carrying the body this
+ * handler has read (state kept per request, such as its deadline, must follow). A background
+ * refresh passes a detached copy as both: it has a deadline of its own and no client to lose.
  */
 export function cachedGraphql(
   cache: ResponseCache,
@@ -272,7 +331,20 @@ export function cachedGraphql(
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined
-    const shared = await cache.load(key, async () => {
+    const shared = await cache.load(key, async (background) => {
+      if (background) {
+        // Nobody waits for this answer: an error or a non-200 is dropped, never shared.
+        const detached = new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text })
+        return withOwnDeadline(c.req.raw, detached, async () => {
+          const response = await execute(detached, detached)
+          if (response.status !== 200) {
+            await response.body?.cancel().catch(() => {})
+            return undefined
+          }
+          const body = await response.text()
+          return body.includes('"errors":') ? undefined : { body, contentType: response.headers.get('content-type') ?? 'application/json' }
+        })
+      }
       const response = await forward()
       if (response.status !== 200) {
         own = response

@@ -5,7 +5,9 @@ import type { z } from 'zod'
 import type { Yoga } from '../app.js'
 import { AppError, isErrorCode, type ErrorCode } from '../errors.js'
 import type { AppEnv } from '../http/env.js'
+import { withOwnDeadline } from '../http/limits.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
+import { logger } from '../log.js'
 import { cacheLookups } from '../metrics.js'
 import type { Params, ParsedParams } from './params.js'
 
@@ -149,11 +151,14 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
     const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
 
-    /** Runs the route's document; throws the AppError REST answers with. */
-    const compute = async (c: HonoContext<AppEnv>): Promise<CachedResponse> => {
+    /**
+     * Runs the route's document; throws the AppError REST answers with. `request`: what Yoga's
+     * context is made from (its deadline and signal), `c`'s own request unless detached from it.
+     */
+    const compute = async (c: HonoContext<AppEnv>, request = c.req.raw): Promise<CachedResponse> => {
       const input = await routeInput(c, route)
       const variables = route.variables(input)
-      const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request: c.req.raw }, {})) as ExecutionResult
+      const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request }, {})) as ExecutionResult
       const error = resultError(result)
       if (error) throw error
       const body = JSON.stringify(route.shape(result.data, input))
@@ -164,12 +169,23 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
       if (shared?.enabled) {
         // This caller's own failure (a 400, a 404): never shared, never stored.
         let failure: unknown
-        const answer = await shared.load(`GET ${pathAndQuery(c.req.url)}`, () =>
-          compute(c).catch((e: unknown) => {
+        const answer = await shared.load(`GET ${pathAndQuery(c.req.url)}`, (background) => {
+          // A refresh of a stale answer, which this caller already has: it may outlive this
+          // request, so it runs on a detached copy (a deadline of its own, no client signal) and
+          // reads only the path and query from `c`. Its failure is nobody's to answer: dropped,
+          // never stored (unexpected ones are logged).
+          if (background) {
+            const detached = new Request(c.req.url, { headers: c.req.raw.headers })
+            return withOwnDeadline(c.req.raw, detached, () => compute(c, detached)).catch((e: unknown) => {
+              if (!(e instanceof AppError)) logger.error({ err: e, path: c.req.path }, 'background refresh of a cached answer failed')
+              return undefined
+            })
+          }
+          return compute(c).catch((e: unknown) => {
             failure = e
             return undefined
-          }),
-        )
+          })
+        })
         if (failure !== undefined) throw failure
         if (answer) return publicAnswer(c, answer)
       }
