@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Context as HonoContext, MiddlewareHandler } from 'hono'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import type { Config } from '../config.js'
 import { AppError } from '../errors.js'
@@ -49,27 +49,35 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
     logger.warn({ err: err instanceof Error ? { message: err.message } : String(err) }, message)
   }
 
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
-        // Fail fast while disconnected (the in-process fallback answers) instead of queueing commands.
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-        connectTimeout: 2000,
-        lazyConnect: false,
-        retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-      })
-    : undefined
-  redis?.on('error', (err) => warn(err, 'Redis unavailable: rate limits are counted per instance until it is back'))
-
   const memory = {} as Record<Bucket, RateLimiterMemory>
   const shared = {} as Record<Bucket, RateLimiterAbstract | undefined>
   for (const bucket of Object.keys(points) as Bucket[]) {
     memory[bucket] = new RateLimiterMemory({ keyPrefix: bucket, points: Math.max(points[bucket], 1), duration: WINDOW_SECONDS })
-    shared[bucket] = redis
-      ? new RateLimiterRedis({ storeClient: redis, keyPrefix: `${redisPrefix}:${bucket}`, points: Math.max(points[bucket], 1), duration: WINDOW_SECONDS, rejectIfRedisNotReady: true })
-      : undefined
   }
+
+  // ioredis is loaded only when REDIS_URL is set (it is a quarter of a second of every start
+  // otherwise). Until it is connected, requests are counted in this process, as when Redis is down.
+  let redis: Redis | undefined
+  let closed = false
+  const redisUrl = config.redisUrl
+  const connecting = redisUrl
+    ? import('ioredis').then(({ Redis }) => {
+        if (closed) return
+        redis = new Redis(redisUrl, {
+          // Fail fast while disconnected (the in-process fallback answers) instead of queueing commands.
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+          connectTimeout: 2000,
+          lazyConnect: false,
+          retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+        })
+        redis.on('error', (err) => warn(err, 'Redis unavailable: rate limits are counted per instance until it is back'))
+        for (const bucket of Object.keys(points) as Bucket[]) {
+          shared[bucket] = new RateLimiterRedis({ storeClient: redis, keyPrefix: `${redisPrefix}:${bucket}`, points: Math.max(points[bucket], 1), duration: WINDOW_SECONDS, rejectIfRedisNotReady: true })
+        }
+      })
+    : Promise.resolve()
 
   const tooMany = (bucket: Bucket, res: RateLimiterRes) => {
     rateLimitDecisions.inc({ bucket, result: 'limited' })
@@ -79,8 +87,11 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
   }
 
   return {
-    store: redis ? 'redis' : 'memory',
-    ready: async () => !redis || redis.status === 'ready',
+    store: redisUrl ? 'redis' : 'memory',
+    ready: async () => {
+      await connecting
+      return !redisUrl || redis?.status === 'ready'
+    },
     async consume(bucket, key) {
       if (points[bucket] <= 0) return
       // Keys in the store are hashes: never a raw API key, wallet or IP in Redis.
@@ -97,15 +108,16 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
             warn(e, 'Redis unavailable: rate limits are counted per instance until it is back')
             rateLimitDecisions.inc({ bucket, result: 'fallback' })
           }
-        }
+        } else if (redisUrl) rateLimitDecisions.inc({ bucket, result: 'fallback' })
         await memory[bucket].consume(id)
-        if (!limiter) rateLimitDecisions.inc({ bucket, result: 'allowed' })
+        if (!redisUrl) rateLimitDecisions.inc({ bucket, result: 'allowed' })
       } catch (e) {
         if (e instanceof RateLimiterRes) throw tooMany(bucket, e)
         throw e
       }
     },
     close() {
+      closed = true
       redis?.disconnect()
     },
   }
