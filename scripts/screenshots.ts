@@ -20,7 +20,8 @@ const context = await chromium.launchPersistentContext(profile, {
   viewport: { width: 1440, height: 1240 },
 })
 try {
-  const wallet = gateway.hints?.wallets.find((w) => w.note.startsWith('open position')) ?? gateway.hints?.wallets[0]
+  const hints = await gateway.hints
+  const wallet = hints?.wallets.find((w) => w.note.startsWith('open position')) ?? hints?.wallets[0]
   const query = new URLSearchParams(wallet ? { vault: wallet.vaultId, wallet: wallet.address } : {})
   const page = await context.newPage()
   await page.goto(`${gateway.url}/?${query}`)

@@ -96,7 +96,7 @@ export interface App {
 
 /**
  * `clock`: injectable time (tests) for each request's `now`, key expiry, key-cache age and session tokens.
- * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded).
+ * `examples`: ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start).
  */
 export function createApp({
   config,
@@ -108,7 +108,7 @@ export function createApp({
   config: Config
   db: Database
   clock?: Clock
-  examples?: ExampleIds
+  examples?: ExampleIds | Promise<ExampleIds | undefined>
   /** Answer cache hits and key verifications before the routes (src/http/fast-path.ts); off only to compare both paths in tests. */
   fastPath?: boolean
 }): App {
@@ -128,7 +128,7 @@ export function createApp({
     graphqlEndpoint: '/graphql',
     context: ({ request }) => guardKeyManagement(createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), { limits, config }),
     maskedErrors: { maskError },
-    graphiql: config.graphql.graphiql ? graphiqlOptions(examples) : false,
+    graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
     // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
     renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),

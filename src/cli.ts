@@ -68,8 +68,8 @@ export const commands: Record<string, Command> = {
       const gateway = await startGateway(config, { progress }).finally(() => progress.end())
       out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
       out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
-      if (gateway.hints) {
-        const h = gateway.hints
+      const h = await gateway.hints?.catch(() => undefined)
+      if (h) {
         out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
         for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
         const [v] = h.vaultIds

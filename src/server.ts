@@ -1,7 +1,7 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createAdaptorServer } from '@hono/node-server'
-import { createApp, type App } from './app.js'
+import type { App } from './app.js'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db.js'
 import type { DemoHints } from './demo/dataset.js'
@@ -22,8 +22,8 @@ export interface RunningGateway {
   url: string
   app: App
   db: Database
-  /** Demo vault ids and wallets to try, when demo data is on. */
-  hints?: DemoHints
+  /** Demo vault ids and wallets to try, when demo data is on (read after the gateway is ready). */
+  hints?: Promise<DemoHints>
   close(): Promise<void>
 }
 
@@ -62,6 +62,10 @@ export async function prepareDatabase(config: Config): Promise<{ db: Database; l
 /** `progress`: where to show the long steps of a first start (migrations, demo data). */
 export async function startGateway(config: Config, { progress = silentProgress }: { progress?: Progress } = {}): Promise<RunningGateway> {
   const started = performance.now()
+  // The HTTP and GraphQL modules load while the database opens (file reads and PGlite's
+  // WebAssembly compilation overlap): they are most of the time of a start that has nothing to migrate.
+  const appModule = import('./app.js')
+  appModule.catch(() => {}) // a failure to open the database is the error to report
   progress.update('Opening the database and applying migrations')
   const { db, lock, applied } = await prepareDatabase(config)
   progress.end() // before any log line: both may share the terminal
@@ -69,15 +73,19 @@ export async function startGateway(config: Config, { progress = silentProgress }
   try {
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
     await upsertAllowlist(config.allowlist)
-    let hints: DemoHints | undefined
+    let hints: Promise<DemoHints> | undefined
     if (config.seedDemo) {
       progress.update('Checking for demo data')
       const seeded = await seedDemoIfEmpty(undefined, { onProgress: (label, done, total) => progress.update(label, done, total) })
       progress.end()
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
-      hints = seeded.hints ?? (await demoHintsFromDatabase())
+      // On a later start they are read back with two scans of the transactions: after the
+      // gateway is ready, not before (only the banner and GraphiQL's examples wait for them).
+      hints = seeded.hints ? Promise.resolve(seeded.hints) : demoHintsFromDatabase()
+      hints.catch(() => {})
     }
-    app = createApp({ config, db, examples: hints && exampleIdsFromHints(hints) })
+    const { createApp } = await appModule
+    app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined) })
     await app.ready
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {
