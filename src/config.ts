@@ -123,6 +123,7 @@ const env = z.object({
   // Memory (README "Performance" → "Memory").
   HEAP_GROWING_PERCENT: int(100, 0, 1000),
   WASM_OPTIMIZE: optionalBool,
+  EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
   // Limits against abuse (README "Under faults and abuse").
   GRAPHIQL: optionalBool,
   GRAPHQL_INTROSPECTION: optionalBool,
@@ -185,6 +186,8 @@ export interface Config {
   heapGrowingPercent: number
   /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/runtime-flags.ts). */
   wasmOptimize: boolean
+  /** PGlite's `shared_buffers`, resident from its start (PostgreSQL's default is 128 MB). */
+  embeddedSharedBuffersMb: number
   graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
@@ -235,6 +238,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     // Embedded mode runs PostgreSQL itself as WebAssembly, on every query.
     wasmOptimize: e.WASM_OPTIMIZE ?? embedded,
+    embeddedSharedBuffersMb: e.EMBEDDED_SHARED_BUFFERS_MB,
     graphql: {
       graphiql,
       // GraphiQL is built from the schema's introspection: turning it on turns introspection on too.

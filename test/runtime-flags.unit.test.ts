@@ -12,6 +12,7 @@ describe('V8 runtime flags (README "Memory")', () => {
   it('embedded: WebAssembly stays optimised (PGlite runs PostgreSQL in it on every query)', () => {
     const c = loadConfig({})
     expect(c.wasmOptimize).toBe(true)
+    expect(c.embeddedSharedBuffersMb).toBe(16)
     expect(runtimeFlags(c, [])).toEqual(['--heap-growing-percent=100'])
   })
 
