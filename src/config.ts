@@ -121,7 +121,7 @@ const env = z.object({
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
   // Memory (README "Performance" → "Memory").
-  HEAP_GROWING_PERCENT: int(100, 0, 1000),
+  HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
   EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
   // Limits against abuse (README "Under faults and abuse").
@@ -235,7 +235,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
-    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
+    // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
+    // per request (README "Memory"): V8's own heuristic there.
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT >= 0 ? e.HEAP_GROWING_PERCENT : embedded ? 0 : 100,
     // Embedded mode runs PostgreSQL itself as WebAssembly, on every query.
     wasmOptimize: e.WASM_OPTIMIZE ?? embedded,
     embeddedSharedBuffersMb: e.EMBEDDED_SHARED_BUFFERS_MB,

@@ -9,11 +9,12 @@ describe('V8 runtime flags (README "Memory")', () => {
     expect(runtimeFlags(loadConfig(postgres), [])).toEqual(['--heap-growing-percent=100', '--liftoff-only'])
   })
 
-  it('embedded: WebAssembly stays optimised (PGlite runs PostgreSQL in it on every query)', () => {
+  it("embedded: V8's defaults (PGlite runs PostgreSQL in WebAssembly on every query)", () => {
     const c = loadConfig({})
     expect(c.wasmOptimize).toBe(true)
+    expect(c.heapGrowingPercent).toBe(0)
     expect(c.embeddedSharedBuffersMb).toBe(16)
-    expect(runtimeFlags(c, [])).toEqual(['--heap-growing-percent=100'])
+    expect(runtimeFlags(c, [])).toEqual([])
   })
 
   it('follows the environment', () => {
