@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirBusyError, readLock } from './embedded-lock.js'
 import { createLogger, setLogger } from './log.js'
 import { createProgress } from './progress.js'
+import { applyRuntimeFlags } from './runtime-flags.js'
 import { BootError, prepareDatabase, startGateway } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
@@ -209,6 +210,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     if (!command) throw new UsageError(`Unknown command "${name}".`)
     const config = loadConfig()
+    applyRuntimeFlags(config)
     setLogger(createLogger(config.logLevel))
     await command.run(positionals.slice(1), config)
   } catch (e) {

@@ -121,6 +121,10 @@ const env = z.object({
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
+  // Memory (README "Performance" → "Memory").
+  HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
+  WASM_OPTIMIZE: optionalBool,
+  EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
   // Limits against abuse (README "Under faults and abuse").
   GRAPHIQL: optionalBool,
   GRAPHQL_INTROSPECTION: optionalBool,
@@ -182,6 +186,12 @@ export interface Config {
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
+  /** V8's old-generation growing factor, in percent above what survived the last full GC; 0 = V8's own heuristic. */
+  heapGrowingPercent: number
+  /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/runtime-flags.ts). */
+  wasmOptimize: boolean
+  /** PGlite's `shared_buffers`, resident from its start (PostgreSQL's default is 128 MB). */
+  embeddedSharedBuffersMb: number
   graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
@@ -229,6 +239,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
+    // per request (README "Memory"): V8's own heuristic there.
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT >= 0 ? e.HEAP_GROWING_PERCENT : embedded ? 0 : 100,
+    // Embedded mode runs PostgreSQL itself as WebAssembly, on every query.
+    wasmOptimize: e.WASM_OPTIMIZE ?? embedded,
+    embeddedSharedBuffersMb: e.EMBEDDED_SHARED_BUFFERS_MB,
     graphql: {
       graphiql,
       // GraphiQL is built from the schema's introspection: turning it on turns introspection on too.

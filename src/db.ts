@@ -130,7 +130,10 @@ export function statementNames(): (query: SqlQuery) => string {
 }
 
 /** `pglite`: an already created PGlite to use in embedded mode (tests start from a migrated snapshot). */
-export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, options: { pglite?: PGlite } = {}): Promise<Database> {
+export async function openDatabase(
+  config: Pick<Config, 'storage' | 'pool'> & Partial<Pick<Config, 'embeddedSharedBuffersMb'>>,
+  options: { pglite?: PGlite } = {},
+): Promise<Database> {
   let driver: Pick<Database, 'mode' | 'factory' | 'pool' | 'pglite'> & { end(): Promise<void> }
   if (config.storage.mode === 'postgres') {
     const pool = createPool(config.storage.url, config.pool)
@@ -141,7 +144,9 @@ export async function openDatabase(config: Pick<Config, 'storage' | 'pool'>, opt
   } else {
     const dir = config.storage.dataDir
     if (!options.pglite && !dir.startsWith('memory://')) await mkdir(path.resolve(dir), { recursive: true })
-    const pglite = options.pglite ?? (await PGlite.create(dir.startsWith('memory://') ? dir : path.resolve(dir)))
+    // PostgreSQL writes all of shared_buffers at start, so its size is resident from the first second.
+    const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${config.embeddedSharedBuffersMb ?? 16}MB`]
+    const pglite = options.pglite ?? (await PGlite.create(dir.startsWith('memory://') ? dir : path.resolve(dir), { startParams }))
     driver = { mode: 'embedded', factory: new EmbeddedAdapterFactory(pglite), pglite, end: () => pglite.close() }
   }
   const { end, ...rest } = driver
