@@ -92,12 +92,10 @@ export function createFastPath({ config, cache, limits, verifier }: FastPathOpti
 
   async function graphql(request: Request, env: unknown, started: number): Promise<Response> {
     const text = await request.text()
+    // Whatever reaches the routes from here (a miss, an over-limit client) comes with its body.
+    bodyReadAhead(request, text)
     const entry = cache.hit(graphqlCacheKey(request.headers.get('accept'), text))
-    if (!entry) {
-      bodyReadAhead(request, text)
-      return slow(request, env)
-    }
-    return servePublic(request, env, entry, '/graphql', started)
+    return entry ? servePublic(request, env, entry, '/graphql', started) : slow(request, env)
   }
 
   async function verify(request: Request, env: unknown, started: number): Promise<Response> {
