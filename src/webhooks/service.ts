@@ -1,0 +1,427 @@
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { z } from 'zod'
+import { systemClock, type Clock } from '../clock.js'
+import { badRequest, notFound } from '../errors.js'
+import type { PrismaClient } from '../generated/prisma/client.js'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
+import { checkWebhookUrl, OutboundRefused, type OutboundPolicy } from './outbound.js'
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
+import { generateSecret, type SecretBox } from './secrets.js'
+import { WEBHOOK_CHANNEL } from './wakeups.js'
+
+// What the admin routes and the CLI call (decisions.md §11): endpoints, their deliveries with every
+// attempt, and replays. Answers are in the REST wire format (snake_case, RFC 3339 timestamps);
+// bad input is a `bad_request` naming the field, an unknown id a `not_found`.
+
+export interface WebhookServiceOptions {
+  prisma: PrismaClient
+  secrets: SecretBox
+  /** The URL rules (https in production, private addresses); DNS is checked at delivery, not here. */
+  policy: Pick<OutboundPolicy, 'requireHttps' | 'allowPrivate'>
+  clock?: Clock
+  retry?: RetryPolicy
+}
+
+export interface WebhookEndpointView {
+  id: string
+  url: string
+  event_types: WebhookEventType[]
+  /** null: every vault. */
+  vault_ids: string[] | null
+  created_at: string
+  disabled_at: string | null
+}
+
+export interface WebhookAttemptView {
+  attempt: number
+  started_at: string
+  duration_ms: number
+  status_code: number | null
+  error: string | null
+  response_body: string | null
+}
+
+export interface WebhookDeliveryView {
+  id: string
+  event_id: string
+  event_type: WebhookEventType
+  vault_id: string
+  status: 'pending' | 'delivering' | 'succeeded' | 'dead'
+  attempt_count: number
+  /** When the next attempt is due; null unless pending. */
+  next_attempt_at: string | null
+  /** Retries stop at this time (24 h after creation or the last replay). */
+  retry_until: string
+  last_status_code: number | null
+  last_error: string | null
+  created_at: string
+  updated_at: string
+  succeeded_at: string | null
+  dead_at: string | null
+  /** Oldest first. */
+  attempts: WebhookAttemptView[]
+}
+
+export interface DeliveryPage {
+  items: WebhookDeliveryView[]
+  next_cursor: string | null
+}
+
+export type DeliveryStatus = WebhookDeliveryView['status']
+const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead'] as const
+
+const MAX_VAULT_IDS = 100
+
+const CreateEndpointInput = z.strictObject({
+  url: z.string().min(1).max(2048),
+  event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'must name at least one event type'),
+  vault_ids: z.array(z.string().min(1).max(200)).min(1, 'must name at least one vault (leave it out for every vault)').max(MAX_VAULT_IDS).nullable().optional(),
+})
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export interface WebhookService {
+  /** Registers an endpoint; the only time its `whsec_…` secret is shown. */
+  createEndpoint(input: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }>
+  listEndpoints(): Promise<WebhookEndpointView[]>
+  getEndpoint(id: string): Promise<WebhookEndpointView>
+  /** Deletes the endpoint with its deliveries and their attempts. */
+  deleteEndpoint(id: string): Promise<void>
+  /** Switches an endpoint off (no new deliveries, none sent) or back on. */
+  setDisabled(id: string, disabled: boolean): Promise<WebhookEndpointView>
+  /** Newest first. `limit` 1–200 (default 50); `cursor` from a previous page's `next_cursor`. */
+  listDeliveries(endpointId: string, options?: { limit?: number; cursor?: string; status?: string }): Promise<DeliveryPage>
+  /**
+   * Sends a delivery again: a finished one (succeeded or dead) becomes pending with a fresh 24 h
+   * window; a pending one is made due now. One in flight is left alone.
+   */
+  replayDelivery(endpointId: string, deliveryId: string): Promise<WebhookDeliveryView>
+  /**
+   * Sends an event again to `endpointId`, or to every live endpoint subscribed to it: each gets a
+   * pending delivery due now (its existing delivery is reset, or a new one is made).
+   */
+  replayEvent(eventId: string, endpointId?: string): Promise<{ deliveries: number }>
+  /** Re-seals every stored secret with the current WEBHOOK_SECRET_KEY (after a key rotation). */
+  resealSecrets(): Promise<number>
+}
+
+interface EndpointRow {
+  id: string
+  url: string
+  event_types: string[]
+  vault_ids: string[] | null
+  created_at: Date
+  disabled_at: Date | null
+}
+
+interface DeliveryRow {
+  id: string
+  event_id: string
+  type: string
+  vault_id: string
+  status: DeliveryStatus
+  attempts: number
+  next_attempt_at: Date
+  retry_until: Date
+  last_status_code: number | null
+  last_error: string | null
+  created_at: Date
+  updated_at: Date
+  succeeded_at: Date | null
+  dead_at: Date | null
+}
+
+interface AttemptRow {
+  delivery_id: string
+  attempt: number
+  started_at: Date
+  duration_ms: number
+  status_code: number | null
+  error: string | null
+  response_body: string | null
+}
+
+const ENDPOINT_COLUMNS = `id::text AS id, url, event_types, vault_ids, created_at, disabled_at`
+
+const DELIVERY_SELECT = `
+SELECT d.id::text AS id, d.event_id::text AS event_id, ev.type, ev.vault_id, d.status::text AS status, d.attempts,
+       d.next_attempt_at, d.retry_until, d.last_status_code, d.last_error, d.created_at, d.updated_at,
+       d.succeeded_at, d.dead_at
+FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id`
+
+const iso = (d: Date) => new Date(d).toISOString()
+const isoOrNull = (d: Date | null) => (d === null ? null : iso(d))
+
+function endpointView(r: EndpointRow): WebhookEndpointView {
+  return {
+    id: r.id,
+    url: r.url,
+    event_types: r.event_types as WebhookEventType[],
+    vault_ids: r.vault_ids,
+    created_at: iso(r.created_at),
+    disabled_at: isoOrNull(r.disabled_at),
+  }
+}
+
+function deliveryView(r: DeliveryRow, attempts: AttemptRow[]): WebhookDeliveryView {
+  return {
+    id: r.id,
+    event_id: r.event_id,
+    event_type: r.type as WebhookEventType,
+    vault_id: r.vault_id,
+    status: r.status,
+    attempt_count: r.attempts,
+    next_attempt_at: r.status === 'pending' ? iso(r.next_attempt_at) : null,
+    retry_until: iso(r.retry_until),
+    last_status_code: r.last_status_code,
+    last_error: r.last_error,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    succeeded_at: isoOrNull(r.succeeded_at),
+    dead_at: isoOrNull(r.dead_at),
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      started_at: iso(a.started_at),
+      duration_ms: a.duration_ms,
+      status_code: a.status_code,
+      error: a.error,
+      response_body: a.response_body,
+    })),
+  }
+}
+
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!
+  const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
+  if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: is not a known field (url, event_types, vault_ids)`
+  if (issue.code === 'invalid_value' && path.startsWith('event_types')) return `${path}: must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`
+  if (issue.code === 'invalid_type') return `${path || 'body'}: ${issue.input === undefined ? 'is required' : `must be ${issue.expected === 'array' ? 'an array' : issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`}`
+  return `${path}: ${issue.message}`
+}
+
+// The cursor is an integrity check, as for the transaction history: a cursor we did not issue, or
+// one issued for another endpoint or status filter, is a 400 rather than a different page.
+const CURSOR_KEY = createHash('sha256').update('vaultgate webhook-deliveries cursor v1').digest()
+const b64 = (data: Buffer | string) => Buffer.from(data).toString('base64url')
+const cursorMac = (body: string) => createHmac('sha256', CURSOR_KEY).update(body).digest().subarray(0, 16)
+
+function encodeCursor(scope: string, createdAt: Date, id: string): string {
+  const body = b64(JSON.stringify([1, new Date(createdAt).getTime(), id, scope]))
+  return `${body}.${b64(cursorMac(body))}`
+}
+
+function decodeCursor(cursor: string, scope: string): { createdAt: Date; id: string } {
+  const invalid = () => badRequest('cursor is not a cursor this service issued for this list; pass next_cursor exactly as received.')
+  const [body, tag, ...rest] = cursor.split('.')
+  if (cursor.length > 512 || !body || !tag || rest.length > 0) throw invalid()
+  const given = Buffer.from(tag, 'base64url')
+  if (given.length !== 16 || !timingSafeEqual(given, cursorMac(body))) throw invalid()
+  const [version, ms, id, forScope] = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as unknown[]
+  if (version !== 1 || typeof ms !== 'number' || typeof id !== 'string' || !UUID.test(id) || forScope !== scope) throw invalid()
+  return { createdAt: new Date(ms), id }
+}
+
+export function createWebhookService(options: WebhookServiceOptions): WebhookService {
+  const { prisma, secrets, policy } = options
+  const clock = options.clock ?? systemClock
+  const retry = options.retry ?? DEFAULT_RETRY
+
+  const requireUuid = (id: string, what: string) => {
+    if (!UUID.test(id)) throw notFound(`No ${what} with id ${JSON.stringify(id.slice(0, 64))}.`)
+  }
+
+  async function endpointRow(id: string): Promise<EndpointRow> {
+    requireUuid(id, 'webhook endpoint')
+    const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1::uuid`, id)
+    if (!row) throw notFound(`No webhook endpoint with id ${id}.`)
+    return row
+  }
+
+  async function attemptsOf(deliveryIds: string[]): Promise<Map<string, AttemptRow[]>> {
+    const byDelivery = new Map<string, AttemptRow[]>()
+    if (deliveryIds.length === 0) return byDelivery
+    const rows = await prisma.$queryRawUnsafe<AttemptRow[]>(
+      `SELECT delivery_id::text AS delivery_id, attempt, started_at, duration_ms, status_code, error, response_body
+       FROM webhook_delivery_attempts
+       WHERE delivery_id IN (SELECT value::uuid FROM json_array_elements_text($1::json))
+       ORDER BY delivery_id, started_at, id`,
+      JSON.stringify(deliveryIds),
+    )
+    for (const r of rows) byDelivery.set(r.delivery_id, [...(byDelivery.get(r.delivery_id) ?? []), r])
+    return byDelivery
+  }
+
+  return {
+    async createEndpoint(input) {
+      const parsed = CreateEndpointInput.safeParse(input, { reportInput: true })
+      if (!parsed.success) throw badRequest(describeIssue(parsed.error))
+      const { url, event_types, vault_ids } = parsed.data
+      try {
+        checkWebhookUrl(url, policy)
+      } catch (e) {
+        if (e instanceof OutboundRefused) throw badRequest(`url: ${e.message}`)
+        throw e
+      }
+      const eventTypes = [...new Set(event_types)]
+      const vaultIds = vault_ids ? [...new Set(vault_ids)] : null
+      if (vaultIds) {
+        const known = await prisma.$queryRawUnsafe<{ id: string }[]>(
+          `SELECT id FROM vaults WHERE id IN (SELECT value FROM json_array_elements_text($1::json))`,
+          JSON.stringify(vaultIds),
+        )
+        const missing = vaultIds.filter((v) => !known.some((k) => k.id === v))
+        if (missing.length > 0) throw badRequest(`vault_ids: no vault with id ${missing.slice(0, 5).map((m) => JSON.stringify(m)).join(', ')}.`)
+      }
+      const id = randomUUID()
+      const secret = generateSecret()
+      const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(
+        `INSERT INTO webhook_endpoints (id, url, event_types, vault_ids, secret, created_at)
+         VALUES ($1::uuid, $2, ARRAY(SELECT json_array_elements_text($3::json)),
+                 CASE WHEN $4::json IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($4::json)) END,
+                 $5, $6::timestamptz)
+         RETURNING ${ENDPOINT_COLUMNS}`,
+        id,
+        url,
+        JSON.stringify(eventTypes),
+        vaultIds === null ? null : JSON.stringify(vaultIds),
+        secrets.seal(secret, id),
+        clock().toISOString(),
+      )
+      return { endpoint: endpointView(row!), secret }
+    },
+
+    async listEndpoints() {
+      const rows = await prisma.$queryRawUnsafe<EndpointRow[]>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id`)
+      return rows.map(endpointView)
+    },
+
+    async getEndpoint(id) {
+      return endpointView(await endpointRow(id))
+    },
+
+    async deleteEndpoint(id) {
+      requireUuid(id, 'webhook endpoint')
+      const deleted = await prisma.$executeRawUnsafe(`DELETE FROM webhook_endpoints WHERE id = $1::uuid`, id)
+      if (deleted === 0) throw notFound(`No webhook endpoint with id ${id}.`)
+    },
+
+    async setDisabled(id, disabled) {
+      requireUuid(id, 'webhook endpoint')
+      const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(
+        `UPDATE webhook_endpoints SET disabled_at = CASE WHEN $2::boolean THEN COALESCE(disabled_at, $3::timestamptz) END
+         WHERE id = $1::uuid RETURNING ${ENDPOINT_COLUMNS}`,
+        id,
+        disabled,
+        clock().toISOString(),
+      )
+      if (!row) throw notFound(`No webhook endpoint with id ${id}.`)
+      if (!disabled) await prisma.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
+      return endpointView(row)
+    },
+
+    async listDeliveries(endpointId, { limit = 50, cursor, status } = {}) {
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw badRequest('limit must be an integer from 1 to 200.')
+      if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(', ')}.`)
+      await endpointRow(endpointId)
+      const scope = `${endpointId}:${status ?? ''}`
+      const after = cursor === undefined ? null : decodeCursor(cursor, scope)
+      const rows = await prisma.$queryRawUnsafe<DeliveryRow[]>(
+        `${DELIVERY_SELECT}
+         WHERE d.endpoint_id = $1::uuid
+           AND ($2::text IS NULL OR d.status = $2::text::"WebhookDeliveryStatus")
+           AND ($3::timestamptz IS NULL OR (d.created_at, d.id) < ($3::timestamptz, $4::uuid))
+         ORDER BY d.created_at DESC, d.id DESC
+         LIMIT $5::int`,
+        endpointId,
+        status ?? null,
+        after ? after.createdAt.toISOString() : null,
+        after ? after.id : null,
+        limit + 1,
+      )
+      const page = rows.slice(0, limit)
+      const attempts = await attemptsOf(page.map((r) => r.id))
+      const last = page.at(-1)
+      return {
+        items: page.map((r) => deliveryView(r, attempts.get(r.id) ?? [])),
+        next_cursor: rows.length > limit && last ? encodeCursor(scope, last.created_at, last.id) : null,
+      }
+    },
+
+    async replayDelivery(endpointId, deliveryId) {
+      requireUuid(endpointId, 'webhook endpoint')
+      requireUuid(deliveryId, 'webhook delivery')
+      const now = clock()
+      const row = await prisma.$transaction(async (tx) => {
+        const [found] = await tx.$queryRawUnsafe<{ status: DeliveryStatus }[]>(
+          `SELECT status::text AS status FROM webhook_deliveries WHERE id = $1::uuid AND endpoint_id = $2::uuid FOR UPDATE`,
+          deliveryId,
+          endpointId,
+        )
+        if (!found) throw notFound(`No delivery ${deliveryId} of webhook endpoint ${endpointId}.`)
+        if (found.status !== 'delivering') {
+          await tx.$executeRawUnsafe(
+            `UPDATE webhook_deliveries
+             SET status = 'pending', next_attempt_at = $2::timestamptz, retry_until = $3::timestamptz,
+                 retry_from_attempt = attempts, dead_at = NULL, updated_at = $2::timestamptz
+             WHERE id = $1::uuid`,
+            deliveryId,
+            now.toISOString(),
+            new Date(now.getTime() + retry.windowMs).toISOString(),
+          )
+          await tx.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
+        }
+        const [r] = await tx.$queryRawUnsafe<DeliveryRow[]>(`${DELIVERY_SELECT} WHERE d.id = $1::uuid`, deliveryId)
+        return r!
+      })
+      return deliveryView(row, (await attemptsOf([row.id])).get(row.id) ?? [])
+    },
+
+    async replayEvent(eventId, endpointId) {
+      requireUuid(eventId, 'webhook event')
+      if (endpointId !== undefined) await endpointRow(endpointId)
+      const now = clock()
+      return prisma.$transaction(async (tx) => {
+        const [event] = await tx.$queryRawUnsafe<{ type: string }[]>(`SELECT type FROM webhook_events WHERE id = $1::uuid`, eventId)
+        if (!event) throw notFound(`No webhook event with id ${eventId}.`)
+        // Deliveries in flight are left to finish; the others are (re)set to pending, due now.
+        const [counts] = await tx.$queryRawUnsafe<{ deliveries: number; matched: number }[]>(
+          `WITH targets AS (
+             SELECT e.id FROM webhook_endpoints e JOIN webhook_events ev ON ev.id = $1::uuid
+             WHERE e.disabled_at IS NULL AND ev.type = ANY (e.event_types)
+               AND (e.vault_ids IS NULL OR ev.vault_id = ANY (e.vault_ids))
+               AND ($2::uuid IS NULL OR e.id = $2::uuid)
+           ), upserted AS (
+             INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at, retry_until, created_at, updated_at)
+             SELECT $1::uuid, t.id, 'pending', $3::timestamptz, $4::timestamptz, $3::timestamptz, $3::timestamptz FROM targets t
+             ON CONFLICT (event_id, endpoint_id) DO UPDATE
+               SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, retry_until = EXCLUDED.retry_until,
+                   retry_from_attempt = webhook_deliveries.attempts, dead_at = NULL, updated_at = EXCLUDED.updated_at
+               WHERE webhook_deliveries.status <> 'delivering'
+             RETURNING 1
+           )
+           SELECT (SELECT count(*) FROM upserted)::int AS deliveries, (SELECT count(*) FROM targets)::int AS matched`,
+          eventId,
+          endpointId ?? null,
+          now.toISOString(),
+          new Date(now.getTime() + retry.windowMs).toISOString(),
+        )
+        if (endpointId !== undefined && counts!.matched === 0) {
+          throw badRequest(`Webhook endpoint ${endpointId} is disabled or does not subscribe to this event (${event.type} of its vault).`)
+        }
+        if (counts!.deliveries > 0) await tx.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
+        return { deliveries: counts!.deliveries }
+      })
+    },
+
+    async resealSecrets() {
+      if (!secrets.sealing) return 0
+      const rows = await prisma.$queryRawUnsafe<{ id: string; secret: string }[]>(`SELECT id::text AS id, secret FROM webhook_endpoints`)
+      let n = 0
+      for (const r of rows) {
+        const resealed = secrets.seal(secrets.open(r.secret, r.id), r.id)
+        n += await prisma.$executeRawUnsafe(`UPDATE webhook_endpoints SET secret = $2 WHERE id = $1::uuid AND secret = $3`, r.id, resealed, r.secret)
+      }
+      return n
+    },
+  }
+}
