@@ -223,7 +223,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       const unused = leased.filter((l) => !used.has(l.token)).map((l) => l.token)
       if (unused.length > 0) await tx.$executeRawUnsafe(RELEASE_SQL, JSON.stringify(unused))
       return picked
-    })
+      // READ COMMITTED whatever the server's default: the lease relies on its re-check of a row
+      // updated since the statement began (REPEATABLE READ would fail the claim instead).
+    }, { isolationLevel: 'ReadCommitted' })
     return rows.map((r) => ({
       deliveryId: r.delivery_id,
       endpointId: r.endpoint_id,

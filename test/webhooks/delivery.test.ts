@@ -206,6 +206,17 @@ describe('webhook delivery', () => {
     expect(await deliveryOf(db, ep.id)).toMatchObject([{ status: 'succeeded' }])
   })
 
+  it('stops only after the deliveries in flight are recorded', async () => {
+    const ep = await endpoint('/drain')
+    receiver.respond = () => ({ status: 200, delayMs: 300 })
+    await emit(db, [txEvent('t1')])
+    const worker = workerFor(db)
+    worker.start()
+    expect(await within(5000, () => on('/drain').length === 1)).toBe(true)
+    await worker.stop()
+    expect(await deliveryOf(db, ep.id)).toMatchObject([{ status: 'succeeded', attempts: 1, last_status_code: 200 }])
+  })
+
   it('refuses to send to a private address unless private addresses are allowed, and records why', async () => {
     const ep = await endpoint('/private')
     await emit(db, [txEvent('t1')])

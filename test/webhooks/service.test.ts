@@ -5,7 +5,7 @@ import { createSecretBox } from '../../src/webhooks/secrets.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
 import { testDatabase } from '../support/db.js'
 import { startReceiver, type Receiver } from './receiver.js'
-import { clearWebhooks, deliveryOf, emit, insertVaults, serviceFor, txEvent, workerFor } from './setup.js'
+import { clearWebhooks, deliveryOf, drain, emit, insertVaults, serviceFor, txEvent, workerFor } from './setup.js'
 
 // The operations behind the admin routes: endpoints (the secret shown once), deliveries with their
 // attempts (keyset-paged), replays.
@@ -132,8 +132,7 @@ describe('webhook deliveries', () => {
   it('are listed newest first with every attempt, page by page', async () => {
     const { service, endpoint } = await deliveredEndpoint('/list', 3)
     receiver.respond = (_r, n) => (n === 1 ? { status: 500, body: 'boom' } : { status: 204 })
-    const worker = workerFor(db)
-    while ((await worker.runOnce()).length > 0);
+    await drain(db, workerFor(db))
 
     const first = await service.listDeliveries(endpoint.id, { limit: 2 })
     expect(first.items).toHaveLength(2)

@@ -136,3 +136,14 @@ export async function attemptLog(db: Pick<Database, 'prisma'>, endpointId: strin
     endpointId,
   )
 }
+
+/** Runs rounds until no delivery is pending or in flight (retries included), or `ms` pass. */
+export async function drain(db: Pick<Database, 'prisma'>, worker: { runOnce(): Promise<unknown[]> }, ms = 10_000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const [row] = await db.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
+    if (row!.n === 0) return
+    if (Date.now() > deadline) throw new Error(`${row!.n} deliveries still pending after ${ms} ms`)
+    if ((await worker.runOnce()).length === 0) await new Promise((r) => setTimeout(r, 5))
+  }
+}
