@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { decodeCursor, encodeCursor } from '../src/domain/transaction-page.js'
+import { decodeCursor, encodeCursor } from '../src/wallets/history-cursor.js'
 
 // The database limit: for each scenario, the one SQL statement a hand-written handler needs to
 // answer the same request, and the few lines of JavaScript that turn its rows into the same JSON

@@ -1,9 +1,9 @@
 // The query plan of one transaction-history page, reduced to what shows whether a page costs the
 // same at any depth: which index is walked, whether anything sorts, and how many rows are touched.
-import type { Db } from '../src/db.js'
-import type { HistoryFilter, HistoryPosition } from '../src/domain/transaction-page.js'
+import type { Db } from '../src/db/client.js'
+import type { HistoryFilter, HistoryPosition } from '../src/wallets/history-cursor.js'
 import { Prisma } from '../src/generated/prisma/client.js'
-import { historyPageSql } from '../src/queries/transactions.js'
+import { historyPageSql } from '../src/wallets/transactions-store.js'
 
 interface PlanNode {
   'Node Type': string

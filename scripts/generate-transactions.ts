@@ -15,8 +15,8 @@
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
-import { openDatabase, type Db } from '../src/db.js'
-import { createProgress } from '../src/progress.js'
+import { openDatabase, type Db } from '../src/db/client.js'
+import { createProgress } from '../src/core/progress.js'
 
 export const BENCH_WALLET = '0xbe00000000000000000000000000000000000001'
 export const BENCH_VAULT = 'bench-v0'

@@ -5,8 +5,8 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
-import { diffMigrationsToSchema } from '../src/migrate.js'
-import { migrationsDir } from '../src/paths.js'
+import { diffMigrationsToSchema } from '../src/db/migrate.js'
+import { migrationsDir } from '../src/core/paths.js'
 
 const name = (process.argv[2] ?? '').replace(/[^a-z0-9_]/gi, '_').toLowerCase()
 if (!name) {

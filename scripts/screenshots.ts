@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
 import { loadConfig } from '../src/config.js'
-import { packageRoot } from '../src/paths.js'
+import { packageRoot } from '../src/core/paths.js'
 import { startGateway } from '../src/server.js'
 
 const config = loadConfig({ DATA_DIR: 'memory://', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'true' })

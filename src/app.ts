@@ -4,33 +4,33 @@ import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } 
 import { Hono } from 'hono'
 import { resolveViewer } from './auth/viewer.js'
 import { createSessionAuth } from './auth/session.js'
-import { systemClock, type Clock } from './clock.js'
+import { systemClock, type Clock } from './core/clock.js'
 import type { Config } from './config.js'
-import { createContext, type Context } from './context.js'
-import { watchDataChanges } from './data-changes.js'
-import type { Database } from './db.js'
-import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
-import { adminRoutes } from './http/admin.js'
+import { createContext, type Context } from './graphql/context.js'
+import { watchDataChanges } from './importer/changes.js'
+import type { Database } from './db/client.js'
+import { AppError, isErrorCode, isGraphQLError, toAppError } from './core/errors.js'
+import { adminRoutes } from './http/routes/admin.js'
 import type { AppEnv } from './http/env.js'
 import { errorResponse } from './http/errors.js'
-import { explorerRoutes } from './http/explorer.js'
-import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
-import { requestIdOf, requestObservability, useOperationMetrics } from './http/observability.js'
-import { createFastPath } from './http/fast-path.js'
-import { internalRoutes } from './http/internal.js'
-import { referenceRoutes } from './http/reference.js'
+import { explorerRoutes } from './http/routes/explorer.js'
+import { graphiqlOptions, type ExampleIds } from './graphql/examples.js'
+import { requestIdOf, requestObservability, useOperationMetrics } from './http/middleware/observability.js'
+import { createFastPath } from './http/early-answers.js'
+import { internalRoutes } from './http/routes/internal.js'
+import { referenceRoutes } from './http/routes/reference.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
-import { logger } from './log.js'
-import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
-import { restRoutes } from './rest/routes.js'
-import { mountRoutes } from './rest/shim.js'
-import { schema } from './schema/index.js'
-import { protectionPlugins } from './graphql-protection.js'
-import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline, shareDeadline } from './http/limits.js'
-import { guardKeyManagement } from './http/key-guard.js'
-import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
-import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
+import { logger } from './core/log.js'
+import { cacheLookups, observePool, observeSql, registry } from './core/metrics.js'
+import { restRoutes } from './rest/routes/index.js'
+import { mountRoutes } from './rest/route.js'
+import { schema } from './graphql/schema/index.js'
+import { protectionPlugins } from './graphql/protection.js'
+import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline, shareDeadline } from './http/middleware/limits.js'
+import { guardKeyManagement } from './auth/key-guard.js'
+import { createRateLimits, limitByClientIp, type RateLimits } from './core/rate-limit.js'
+import { contentSecurityPolicy, corsFor, securityHeaders } from './http/headers.js'
 
 /**
  * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
@@ -109,7 +109,7 @@ export function createApp({
   db: Database
   clock?: Clock
   examples?: ExampleIds | Promise<ExampleIds | undefined>
-  /** Answer cache hits and key verifications before the routes (src/http/fast-path.ts); off only to compare both paths in tests. */
+  /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   fastPath?: boolean
 }): App {
   const session = createSessionAuth(config.auth, clock)

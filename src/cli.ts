@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { addToAllowlist, listAllowlist, removeFromAllowlist } from './allowlist.js'
+import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
 import { EVM_ADDRESS } from './auth/wallets.js'
-import { systemClock } from './clock.js'
+import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { DataDirBusyError, readLock } from './embedded-lock.js'
-import { createLogger, setLogger } from './log.js'
-import { createProgress } from './progress.js'
-import { applyRuntimeFlags } from './runtime-flags.js'
+import { DataDirBusyError, readLock } from './db/embedded-lock.js'
+import { createLogger, setLogger } from './core/log.js'
+import { createProgress } from './core/progress.js'
+import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { BootError, prepareDatabase, startGateway } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
@@ -133,7 +133,7 @@ export const commands: Record<string, Command> = {
           } catch {
             throw new BootError(`${file} is not valid JSON.`)
           }
-          const { importDocument } = await import('./import.js')
+          const { importDocument } = await import('./importer/document.js')
           progress.update('Opening the database')
           counts = await withDatabase(config, () => {
             progress.update('Validating the document')

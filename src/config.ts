@@ -188,7 +188,7 @@ export interface Config {
   apiKeyCacheTtlMs?: number
   /** V8's old-generation growing factor, in percent above what survived the last full GC; 0 = V8's own heuristic. */
   heapGrowingPercent: number
-  /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/runtime-flags.ts). */
+  /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/core/runtime-flags.ts). */
   wasmOptimize: boolean
   /** PGlite's `shared_buffers`, resident from its start (PostgreSQL's default is 128 MB). */
   embeddedSharedBuffersMb: number

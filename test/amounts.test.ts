@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { prisma } from '../src/db.js'
+import { prisma } from '../src/db/client.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { insertVault } from './support/fixtures.js'

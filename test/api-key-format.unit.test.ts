@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { selectWallet, walletsFromClaims } from '../src/auth/wallets.js'
-import { AppError } from '../src/errors.js'
+import { AppError } from '../src/core/errors.js'
 import { base58, DEFAULT_KEY_PREFIX, digestOf, generateRawKey, looksLikeRawKey, parseKeyPrefix } from '../src/keys/format.js'
 import { judge } from '../src/keys/verifier.js'
 

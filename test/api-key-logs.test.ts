@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { digestOf } from '../src/keys/format.js'
-import { createLogger, logger, setLogger } from '../src/log.js'
+import { createLogger, logger, setLogger } from '../src/core/log.js'
 import { testBackend } from './support/db.js'
 import { createKeysTestApp, manualClock, type KeysTestApp } from './support/keys.js'
 

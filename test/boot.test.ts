@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
-import { readLocalMigrations } from '../src/migrate.js'
+import { readLocalMigrations } from '../src/db/migrate.js'
 import { emptyPostgres, testBackend } from './support/db.js'
 import { runCli, startGatewayProcess, type GatewayProcess } from './support/process.js'
 

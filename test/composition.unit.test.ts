@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assembleSeries, floorToBucket, groupAllocations, seriesWindow, type Allocation, type SeriesRow } from '../src/domain/composition.js'
+import { assembleSeries, floorToBucket, groupAllocations, seriesWindow, type Allocation, type SeriesRow } from '../src/vaults/composition.js'
 
 const alloc = (platform: string, asset: string, pct: number, apyEstPct: number, symbol = asset.slice(0, 4).toUpperCase()): Allocation => ({
   platform,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../src/db.js'
-import { Decimal } from '../src/decimal.js'
+import type { Database } from '../src/db/client.js'
+import { Decimal } from '../src/core/decimal.js'
 import { DEMO_NOW, demoHints, demoWallets, generateDemoDataset } from '../src/demo/dataset.js'
 import { seedDemoIfEmpty } from '../src/demo/seed.js'
-import { type ImportDocument, validateImportDocument } from '../src/import.js'
+import { type ImportDocument, validateImportDocument } from '../src/importer/document.js'
 import { testBackend, testDatabase } from './support/db.js'
 
 const now = new Date('2026-11-21T12:00:00.000Z')

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../src/app.js'
-import { createFastPath } from '../src/http/fast-path.js'
-import { importDocument } from '../src/import.js'
+import { createFastPath } from '../src/http/early-answers.js'
+import { importDocument } from '../src/importer/document.js'
 import { testBackend } from './support/db.js'
 import { INTERNAL_TOKEN, createKeysTestApp, type KeysTestApp } from './support/keys.js'
 import { recordSql } from './support/sql.js'
 import { vaultDoc } from './support/wallet-data.js'
 
-// Cache hits and key verifications are answered before the Hono routes (src/http/fast-path.ts).
+// Cache hits and key verifications are answered before the Hono routes (src/http/early-answers.ts).
 // Whatever path answers, the client must see the same thing: the same status, body and headers
 // (security headers, CSP, CORS, ETag, Cache-Control), the same rate-limit count.
 

@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 import { describe, expect, it } from 'vitest'
-import { diffMigrationsToSchema } from '../src/migrate.js'
+import { diffMigrationsToSchema } from '../src/db/migrate.js'
 
 describe('checked-in migrations', () => {
   // A schema change without its migration would boot fine in tests built from the schema, and

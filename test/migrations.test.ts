@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../src/db.js'
-import { openDatabase } from '../src/db.js'
-import { isUpToDate, readLocalMigrations } from '../src/migrate.js'
+import type { Database } from '../src/db/client.js'
+import { openDatabase } from '../src/db/client.js'
+import { isUpToDate, readLocalMigrations } from '../src/db/migrate.js'
 import { emptyPostgres, testBackend } from './support/db.js'
 
 describe(`migrations (${testBackend})`, () => {

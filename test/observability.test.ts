@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLogger, logger, setLogger } from '../src/log.js'
+import { createLogger, logger, setLogger } from '../src/core/log.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { insertVault } from './support/fixtures.js'

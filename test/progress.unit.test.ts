@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createProgress } from '../src/progress.js'
+import { createProgress } from '../src/core/progress.js'
 
 function stream(isTTY: boolean) {
   const writes: string[] = []

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase, type Database } from '../src/db.js'
+import { openDatabase, type Database } from '../src/db/client.js'
 import { freshStorage, testBackend } from './support/db.js'
 import { TcpProxy } from './support/tcp-proxy.js'
 

@@ -1,8 +1,8 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { requestDeadline, requestSignal, withOwnDeadline } from '../src/http/limits.js'
+import { requestDeadline, requestSignal, withOwnDeadline } from '../src/http/middleware/limits.js'
 import { isPublicOperation, pathAndQuery, PUBLIC_QUERY_FIELDS, PUBLIC_TYPES, ResponseCache, type CachedResponse } from '../src/http/response-cache.js'
-import { schema } from '../src/schema/index.js'
+import { schema } from '../src/graphql/schema/index.js'
 
 const answer = (body: string) => ({ body, contentType: 'application/json' })
 

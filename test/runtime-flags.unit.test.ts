@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
-import { runtimeFlags } from '../src/runtime-flags.js'
+import { runtimeFlags } from '../src/core/runtime-flags.js'
 
 describe('V8 runtime flags (README "Memory")', () => {
   const postgres = { DATABASE_URL: 'postgresql://u@db:5432/vg' }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { HTML_CSP } from '../src/http/security.js'
+import { HTML_CSP } from '../src/http/headers.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { insertVault } from './support/fixtures.js'

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { explainHistoryPage, positionAt } from '../bench/history-plan.js'
 import { BENCH_VAULT, BENCH_WALLET, generateTransactions } from '../scripts/generate-transactions.js'
-import type { Database } from '../src/db.js'
-import type { HistoryFilter } from '../src/domain/transaction-page.js'
+import type { Database } from '../src/db/client.js'
+import type { HistoryFilter } from '../src/wallets/history-cursor.js'
 import { testDatabase, testBackend } from './support/db.js'
 
 // The page query on a large table: one index range scan that starts at the cursor and stops after

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { importDocument, type ImportTransaction } from '../src/import.js'
+import { importDocument, type ImportTransaction } from '../src/importer/document.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { recordSql } from './support/sql.js'

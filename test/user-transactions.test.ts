@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ImportTransaction, TransactionStatus, TransactionType } from '../src/import.js'
-import { importDocument } from '../src/import.js'
+import type { ImportTransaction, TransactionStatus, TransactionType } from '../src/importer/document.js'
+import { importDocument } from '../src/importer/document.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 import { recordSql } from './support/sql.js'

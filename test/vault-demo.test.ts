@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateDemoDataset } from '../src/demo/dataset.js'
 import { seedDemoIfEmpty } from '../src/demo/seed.js'
-import type { ImportComposition, ImportDocument, ImportPosition, ImportVault } from '../src/import.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportVault } from '../src/importer/document.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { parseAddress } from '../src/domain/address.js'
-import { isOpen, summarizePosition } from '../src/domain/position.js'
-import { averageRedeemDelaySeconds, redeemDelayWindow, sumAmounts } from '../src/domain/redeems.js'
-import { checkLimit, decodeCursor, encodeCursor, parseLimitParam, parseTypeParam, type HistoryFilter } from '../src/domain/transaction-page.js'
-import { AppError } from '../src/errors.js'
+import { parseAddress } from '../src/wallets/address.js'
+import { isOpen, summarizePosition } from '../src/wallets/position.js'
+import { averageRedeemDelaySeconds, redeemDelayWindow, sumAmounts } from '../src/wallets/redeems.js'
+import { checkLimit, decodeCursor, encodeCursor, parseLimitParam, parseTypeParam, type HistoryFilter } from '../src/wallets/history-cursor.js'
+import { AppError } from '../src/core/errors.js'
 
 /** The AppError `fn` throws, as { code, message }. */
 function thrown(fn: () => unknown): { code: string; message: string } {

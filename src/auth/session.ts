@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from 'node:fs'
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import type { Clock } from '../clock.js'
+import type { Clock } from '../core/clock.js'
 import { ConfigError, type Config } from '../config.js'
-import { AppError } from '../errors.js'
-import { logger } from '../log.js'
+import { AppError } from '../core/errors.js'
+import { logger } from '../core/log.js'
 
 /** Asymmetric JWS algorithms only: an HMAC "signed" with the public key must never verify. */
 export const SESSION_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519']

@@ -1,6 +1,6 @@
-import { prisma } from '../db.js'
-import { AppError } from '../errors.js'
-import { notWhitelisted } from '../keys/api-keys.js'
+import { prisma } from '../db/client.js'
+import { AppError } from '../core/errors.js'
+import { notWhitelisted } from '../keys/service.js'
 import { bearerToken, unauthorized, type SessionAuth } from './session.js'
 import { selectWallet, walletsFromClaims } from './wallets.js'
 

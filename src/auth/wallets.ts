@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '../core/errors.js'
 
 export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 

@@ -1,5 +1,5 @@
-import { prisma, type Db } from '../db.js'
-import { importDocument, type ImportCounts } from '../import.js'
+import { prisma, type Db } from '../db/client.js'
+import { importDocument, type ImportCounts } from '../importer/document.js'
 import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
 
 export interface SeedResult {

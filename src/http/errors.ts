@@ -1,8 +1,8 @@
 import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { AppError, errorBody, toAppError } from '../errors.js'
-import { logger } from '../log.js'
-import { errorsByCode } from '../metrics.js'
+import { AppError, errorBody, toAppError } from '../core/errors.js'
+import { logger } from '../core/log.js'
+import { errorsByCode } from '../core/metrics.js'
 
 /** The one REST error body (decisions.md §4), for every error a route can produce. */
 export function errorResponse(c: HonoContext, error: unknown): Response {

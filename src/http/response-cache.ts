@@ -1,8 +1,8 @@
 import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
 import type { Context as HonoContext } from 'hono'
-import { cacheLookups } from '../metrics.js'
+import { cacheLookups } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
-import { withOwnDeadline } from './limits.js'
+import { withOwnDeadline } from './middleware/limits.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same

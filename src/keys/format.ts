@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { badRequest } from '../errors.js'
+import { badRequest } from '../core/errors.js'
 
 /** Spec §4 rule 1 and decisions.md §1. */
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { logger } from '../log.js'
+import { logger } from '../core/log.js'
 import { KEY_CHANNEL, parseKeyNotification, PROCESS_ORIGIN } from './changes.js'
 
 export interface KeyChangeListener {

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { systemClock, type Clock } from '../clock.js'
+import { systemClock, type Clock } from '../core/clock.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { onWalletKeysChanged } from './changes.js'
 import { digestOf, looksLikeRawKey } from './format.js'

@@ -1,5 +1,5 @@
 import type { Prisma } from '../generated/prisma/client.js'
-import { prisma } from '../db.js'
+import { prisma } from '../db/client.js'
 
 // Writes to one wallet's keys are serialised twice over. In this process, a queue per wallet: a
 // request waits its turn without holding a database connection (so 100 concurrent creates need

@@ -1,8 +1,8 @@
 import { getOperationAST, parse } from 'graphql'
 import { z } from 'zod'
-import { defaultStatus, type ErrorCode } from '../errors.js'
+import { defaultStatus, type ErrorCode } from '../core/errors.js'
 import type { JsonSchema, Params } from '../rest/params.js'
-import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/shim.js'
+import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/route.js'
 import { components, ErrorBody } from '../rest/wire.js'
 
 // The OpenAPI 3.1 document, generated from the REST shim's route table (and the descriptions of

@@ -1,9 +1,9 @@
 import { z } from 'zod'
 import { EVM_ADDRESS } from '../auth/wallets.js'
 import type { Param } from '../rest/params.js'
-import { restRoutes } from '../rest/routes.js'
+import { restRoutes } from '../rest/routes/index.js'
 import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
-import { VaultSchema } from '../rest/vault-routes.js'
+import { VaultSchema } from '../rest/routes/vaults.js'
 import { buildOpenApiDocument, restOperation, type OperationDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono

@@ -1,4 +1,4 @@
-import { badRequest } from '../errors.js'
+import { badRequest } from '../core/errors.js'
 
 // Query-parameter parsing for REST routes: malformed or out-of-range values are a 400, never
 // clamped or ignored (decisions.md §4).

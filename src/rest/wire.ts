@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ERROR_CODES } from '../errors.js'
+import { ERROR_CODES } from '../core/errors.js'
 
 // The REST wire format as zod schemas. They describe response bodies for the OpenAPI document
 // (converted to JSON Schema 2020-12) and type the routes' `shape` functions, so a body that drifts

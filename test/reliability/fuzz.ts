@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { isErrorCode } from '../../src/errors.js'
+import { isErrorCode } from '../../src/core/errors.js'
 
 /** What a crash, a driver message or a stack trace looks like in a body. */
 const LEAKS = [/\s{2,}at \S.*:\d+:\d+\)?/, /\.(ts|js|mjs|cjs):\d+/, /file:\/\//, /node_modules/, /prisma\./i, /invocation/i, /Unexpected error/, /TypeError|ReferenceError|RangeError/]

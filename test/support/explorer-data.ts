@@ -1,4 +1,4 @@
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../../src/import.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../../src/importer/document.js'
 
 // A small hand-built dataset with known answers, for the OpenAPI contract test and the browser
 // test: one vault with every field set and a week of snapshots, one with every nullable field

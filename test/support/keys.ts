@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { Clock } from '../../src/clock.js'
+import type { Clock } from '../../src/core/clock.js'
 import { createTestApp, type TestApp } from './app.js'
 import { jwksOf, signSession, testKey, type TestKey } from './jwt.js'
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { TestProject } from 'vitest/node'
-import { openDatabase } from '../../src/db.js'
+import { openDatabase } from '../../src/db/client.js'
 
 // Creating a PGlite database (initdb) takes seconds; loading a dump of an already migrated one takes
 // a few hundred milliseconds. Migrate once per run and let every test file start from the dump.

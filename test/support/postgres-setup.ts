@@ -1,6 +1,6 @@
 import pg from 'pg'
 import type { TestProject } from 'vitest/node'
-import { openDatabase } from '../../src/db.js'
+import { openDatabase } from '../../src/db/client.js'
 
 // Migrates one template database per run; each test file clones it (CREATE DATABASE … TEMPLATE),
 // which is much faster than migrating per file and keeps files isolated from each other.

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
-import { packageRoot } from '../../src/paths.js'
+import { packageRoot } from '../../src/core/paths.js'
 
 const entry = path.join(packageRoot, 'src', 'main.ts')
 

@@ -1,4 +1,4 @@
-import type { ImportTransaction, ImportVault } from '../../src/import.js'
+import type { ImportTransaction, ImportVault } from '../../src/importer/document.js'
 
 // Building blocks for hand-made wallet datasets (the decisions.md §7 import document).
 
