@@ -1,7 +1,10 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { requestDeadline, requestSignal, withOwnDeadline } from '../src/http/middleware/limits.js'
-import { isPublicOperation, pathAndQuery, PUBLIC_QUERY_FIELDS, PUBLIC_TYPES, ResponseCache, type CachedResponse } from '../src/http/response-cache.js'
+import { underDeadline } from '../src/core/deadlines.js'
+import type { AppEnv } from '../src/http/env.js'
+import { requestDeadline } from '../src/http/middleware/limits.js'
+import { pathAndQuery, ResponseCache, type CachedResponse } from '../src/http/response-cache.js'
+import { isPublicOperation, PUBLIC_QUERY_FIELDS, PUBLIC_TYPES } from '../src/graphql/public-operations.js'
 import { schema } from '../src/graphql/schema/index.js'
 
 const answer = (body: string) => ({ body, contentType: 'application/json' })
@@ -298,26 +301,24 @@ describe('ResponseCache', () => {
   })
 })
 
-describe('withOwnDeadline (a background refresh outliving the request that started it)', () => {
+describe('a detached deadline (a background refresh outliving the request that started it)', () => {
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
   /** An app whose requests have a 100 ms deadline; GET / starts `work` on a detached copy and answers at once. */
-  const appStarting = (work: (detached: Request) => Promise<unknown>) => {
-    const app = new Hono()
+  const appStarting = (work: (signal: AbortSignal) => Promise<unknown>) => {
+    const app = new Hono<AppEnv>()
     let started: Promise<unknown> = Promise.resolve()
     app.use('*', requestDeadline(100))
     app.get('/', (c) => {
-      const detached = new Request(c.req.url, { headers: c.req.raw.headers })
-      started = withOwnDeadline(c.req.raw, detached, () => work(detached))
+      started = underDeadline(c.get('deadline')!.detached(), (deadline) => work(deadline.signal))
       return c.text('ok')
     })
     return { app, started: () => started }
   }
 
   it('gives the copy a deadline of its own: neither the end of the request nor its client aborts it, its own deadline does', async () => {
-    const { app, started } = appStarting(async (detached) => {
+    const { app, started } = appStarting(async (signal) => {
       await sleep(30) // the request has been answered, its timer cleared
-      const signal = requestSignal(detached)
       expect(signal.aborted).toBe(false)
       await new Promise((resolve) => signal.addEventListener('abort', resolve))
       return signal.reason
@@ -333,8 +334,8 @@ describe('withOwnDeadline (a background refresh outliving the request that start
 
   it('clears its timer when the work settles', async () => {
     let signal: AbortSignal | undefined
-    const { app, started } = appStarting(async (detached) => {
-      signal = requestSignal(detached)
+    const { app, started } = appStarting(async (s) => {
+      signal = s
     })
     await app.request('/')
     await started()

@@ -1,7 +1,13 @@
 import type { Config } from '../config.js'
-import type { Context } from '../graphql/context.js'
 import { AppError } from '../core/errors.js'
 import type { RateLimits } from '../core/rate-limit.js'
+import type { Viewer } from './viewer.js'
+
+/** What the guard needs of a request context (src/graphql/context.ts). */
+interface Guarded {
+  request: Request
+  viewer(): Promise<Viewer>
+}
 
 /**
  * Guards key management, REST and GraphQL alike (every key operation asks the context for its
@@ -12,7 +18,7 @@ import type { RateLimits } from '../core/rate-limit.js'
  * - each key operation counts against its wallet's per-minute budget (RATE_LIMIT_KEYS_PER_MINUTE),
  *   so aliases in one GraphQL document count one by one.
  */
-export function guardKeyManagement(ctx: Context, { limits, config }: { limits: RateLimits; config: Pick<Config, 'cors'> }): Context {
+export function guardKeyManagement<C extends Guarded>(ctx: C, { limits, config }: { limits: RateLimits; config: Pick<Config, 'cors'> }): C {
   const viewer = ctx.viewer
   ctx.viewer = async () => {
     const origin = ctx.request.headers.get('origin')

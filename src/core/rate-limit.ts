@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto'
-import type { Context as HonoContext, MiddlewareHandler } from 'hono'
 import type { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import type { Config } from '../config.js'
 import { AppError } from './errors.js'
 import { logger } from './log.js'
 import { rateLimitDecisions } from './metrics.js'
-import type { AppEnv } from '../http/env.js'
 
 /**
  * What a limit counts: client IPs on the public routes, wallets on key management, API keys on
@@ -120,54 +118,5 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
       closed = true
       redis?.disconnect()
     },
-  }
-}
-
-/**
- * The client's IP address: the socket's peer, or, behind `hops` trusted proxies, the address the
- * outermost of them saw (counted from the right of X-Forwarded-For, since entries further left
- * are whatever the client chose to send). `env`: @hono/node-server's bindings (absent in process).
- */
-export function clientIpOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string {
-  if (hops > 0) {
-    const forwarded = (forwardedFor ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-    if (forwarded.length > 0) return forwarded[Math.max(0, forwarded.length - hops)]!
-  }
-  // In-process requests (tests, app.fetch without a server) have no socket.
-  type Bindings = { incoming?: { socket?: { remoteAddress?: string } } }
-  const outer = env as (Bindings & { server?: Bindings }) | undefined
-  return (outer?.server ?? outer)?.incoming?.socket?.remoteAddress ?? 'unknown'
-}
-
-export function clientIp(c: HonoContext, hops: number): string {
-  return clientIpOf(c.req.header('x-forwarded-for'), c.env, hops)
-}
-
-// A request the fast path (src/http/early-answers.ts) has already counted, then handed on to the
-// routes: the routes reuse that count (and its verdict) instead of counting the request twice.
-const counted = new WeakMap<Request, Promise<void>>()
-
-/** Counts `request` once for `bucket`/`key`, however many layers ask. */
-export function consumeOnce(limits: RateLimits, request: Request, bucket: Bucket, key: string): Promise<void> {
-  let verdict = counted.get(request)
-  if (!verdict) {
-    verdict = limits.consume(bucket, key)
-    counted.set(request, verdict)
-    verdict.catch(() => {})
-  }
-  return verdict
-}
-
-/** Marks `forwarded` (a copy of `original` that carries its body) as counted like `original`. */
-export function shareCount(original: Request, forwarded: Request): void {
-  const verdict = counted.get(original)
-  if (verdict) counted.set(forwarded, verdict)
-}
-
-/** Answers 429 `rate_limited` (with Retry-After) once the client IP is over its per-minute budget. */
-export function limitByClientIp(limits: RateLimits, hops: number): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    await consumeOnce(limits, c.req.raw, 'public', clientIp(c, hops))
-    await next()
   }
 }

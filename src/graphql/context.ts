@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
+import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
-import { requestSignal } from '../http/middleware/limits.js'
 import { createLoaders, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
@@ -17,7 +17,13 @@ export interface Context {
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
   viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
-  signal: AbortSignal
+  readonly signal: AbortSignal
+}
+
+/** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
+export interface RequestScope {
+  requestId?: string
+  deadline?: Deadline
 }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
@@ -26,12 +32,12 @@ const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key mana
 export function createContext({
   request,
   requestId,
+  deadline,
   now,
   clock = systemClock,
   authenticate = notConfigured,
-}: {
+}: RequestScope & {
   request: Request
-  requestId?: string
   now?: Date
   clock?: Clock
   authenticate?: (request: Request) => Promise<Viewer>
@@ -48,6 +54,9 @@ export function createContext({
     now: now ?? clock(),
     clock,
     viewer: () => (viewer ??= authenticate(request)),
-    signal: requestSignal(request),
+    // The deadline's signal is made on first use: most requests never ask for it.
+    get signal() {
+      return deadline?.signal ?? request.signal
+    },
   }
 }

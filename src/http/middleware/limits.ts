@@ -1,11 +1,8 @@
-import type { Context as HonoContext, MiddlewareHandler } from 'hono'
-import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { AppError, toAppError } from '../../core/errors.js'
-import { logger } from '../../core/log.js'
-import { errorsByCode } from '../../core/metrics.js'
-import { smallBodyLimit } from './body-limit.js'
+import type { MiddlewareHandler } from 'hono'
+import { Deadline } from '../../core/deadlines.js'
+import { AppError } from '../../core/errors.js'
 import type { AppEnv } from '../env.js'
-import { errorResponse } from '../errors.js'
+import { smallBodyLimit } from './body-limit.js'
 
 /** Bodies larger than `maxBytes` are refused before they are read whole: 400 `bad_request`. */
 export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
@@ -17,71 +14,21 @@ export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
   })
 }
 
-// The deadline of each request in flight, for the GraphQL context (by the Request object Hono and
-// Yoga share, so no other layer has to carry it). Its signal and timer are made on first use: a
-// request answered without running GraphQL (a cached read, a health check) never pays for them.
-interface Deadline {
-  at: number
-  ms: number
-  signal?: AbortSignal
-  timer?: NodeJS.Timeout
-}
-const deadlines = new WeakMap<Request, Deadline>()
-
-/** The signal that aborts when the request's deadline passes or its client goes away. */
-export function requestSignal(request: Request): AbortSignal {
-  const deadline = deadlines.get(request)
-  if (!deadline) return request.signal
-  if (!deadline.signal) {
-    const controller = new AbortController()
-    deadline.timer = setTimeout(() => controller.abort(timeoutError(deadline.ms)), Math.max(0, deadline.at - Date.now()))
-    deadline.signal = AbortSignal.any([controller.signal, request.signal])
-  }
-  return deadline.signal
-}
-
-/** `forwarded` (a copy of `original` made to re-read its body) keeps the original's deadline. */
-export function shareDeadline(original: Request, forwarded: Request): void {
-  const deadline = deadlines.get(original)
-  if (deadline) deadlines.set(forwarded, deadline)
-}
-
-/**
- * Runs `work` for `detached`, a copy of `original` made to outlive it (a cached answer refreshed in
- * the background, after `original` may have been answered). `detached` gets a deadline of its own,
- * as long as the original's and counted from now: the original's timer is cleared when it ends
- * (work under it would then run without a deadline, or under a timer that nothing clears), and its
- * client going away must not abort work done for later callers. The timer is cleared when `work`
- * settles. `detached` should carry no signal of the original's.
- */
-export async function withOwnDeadline<T>(original: Request, detached: Request, work: () => Promise<T>): Promise<T> {
-  const ms = deadlines.get(original)?.ms
-  if (ms === undefined) return work()
-  const deadline: Deadline = { at: Date.now() + ms, ms }
-  deadlines.set(detached, deadline)
-  try {
-    return await work()
-  } finally {
-    clearTimeout(deadline.timer)
-  }
-}
-
-export const timeoutError = (ms: number) => new AppError('unavailable', `The request took longer than ${ms} ms; try again shortly.`)
-
 /**
  * Gives every request a deadline: after `ms` its signal aborts with `unavailable`. GraphQL queries
  * (and the REST reads built on them) stop there: the executor answers at once and starts no
  * further resolver, so no further SQL is sent. Mutations are never cut short (see
- * useRequestDeadline). A statement already running in PostgreSQL ends at DB_STATEMENT_TIMEOUT_MS.
+ * useRequestDeadline in src/graphql/protection.ts). A statement already running in PostgreSQL ends
+ * at DB_STATEMENT_TIMEOUT_MS.
  */
 export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const deadline: Deadline = { at: Date.now() + ms, ms }
-    deadlines.set(c.req.raw, deadline)
+    const deadline = Deadline.in(ms, c.req.raw.signal)
+    c.set('deadline', deadline)
     try {
       await next()
     } finally {
-      clearTimeout(deadline.timer)
+      deadline.end()
     }
   }
 }
@@ -92,7 +39,7 @@ export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
  * neither answers nor refuses (a network partition).
  */
 export function answerWithin(ms: number, message: string): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async (_c, next) => {
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new AppError('unavailable', message)), ms)
@@ -105,25 +52,6 @@ export function answerWithin(ms: number, message: string): MiddlewareHandler<App
       clearTimeout(timer)
     }
   }
-}
-
-/**
- * Errors raised before Yoga sees a /graphql request (body too large, rate limited) answered as a
- * GraphQL response, with the same codes and HTTP status as REST.
- */
-export function graphqlErrorResponse(c: HonoContext, error: unknown): Response {
-  const app = toAppError(error)
-  if (!(error instanceof AppError)) logger.error({ err: error, requestId: c.get('requestId' as never), path: c.req.path }, 'unexpected error')
-  errorsByCode.inc({ code: app.code })
-  const headers = (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers
-  if (headers) for (const [k, v] of Object.entries(headers)) c.header(k, v)
-  c.header('Cache-Control', 'no-store')
-  return c.json({ errors: [{ message: app.message, extensions: { code: app.code } }] }, app.status as ContentfulStatusCode)
-}
-
-/** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */
-export function answerError(err: unknown, c: HonoContext<AppEnv>): Response {
-  return c.req.path === '/graphql' ? graphqlErrorResponse(c, err) : errorResponse(c, err)
 }
 
 /**

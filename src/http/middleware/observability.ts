@@ -1,22 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { MiddlewareHandler } from 'hono'
-import type { Plugin } from 'graphql-yoga'
-import { getOperationAST } from 'graphql'
-import { isErrorCode } from '../../core/errors.js'
+import type { Context as HonoContext, MiddlewareHandler } from 'hono'
 import { logger } from '../../core/log.js'
-import { errorsByCode, graphqlDuration, graphqlOperations, httpDuration, httpRequests, operationLabel } from '../../core/metrics.js'
+import { httpDuration, httpRequests } from '../../core/metrics.js'
 import type { AppEnv } from '../env.js'
-
-/**
- * One log line and two metrics per request. The log carries the request id (also echoed in
- * `X-Request-Id`), method, route pattern, status and duration — never headers, bodies or query
- * strings, which may hold tokens, keys or cursors.
- */
-export const requestObservability: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const started = performance.now()
-  await next()
-  recordRequest(c.get('requestId'), c.req.method, c.req.routePath || 'unmatched', c.res.status, started)
-}
 
 /** The request's id: the caller's X-Request-Id (at most 128 characters), else a new UUID. */
 export const requestIdOf = (header: string | null | undefined) => header?.slice(0, 128) || randomUUID()
@@ -29,26 +15,29 @@ export function recordRequest(requestId: string, method: string, route: string, 
   logger.info({ requestId, method, route, status, ms: Math.round(seconds * 10_000) / 10 }, 'request')
 }
 
-/** GraphQL operations by name and type, their latency, and the error codes they answered with. */
-export const useOperationMetrics = (): Plugin => ({
-  onExecute({ args }) {
-    const started = performance.now()
-    const op = getOperationAST(args.document, args.operationName)
-    const operation = operationLabel(op?.name?.value)
-    graphqlOperations.inc({ operation, type: op?.operation ?? 'unknown' })
-    return {
-      onExecuteDone({ result }) {
-        graphqlDuration.observe({ operation }, (performance.now() - started) / 1000)
-        // REST routes count their errors where they answer (errorResponse); count /graphql's here.
-        const request = (args.contextValue as { request?: Request }).request
-        if (request && new URL(request.url).pathname !== '/graphql') return
-        if ('errors' in result && result.errors) {
-          for (const e of result.errors) {
-            const code = e.extensions?.code
-            errorsByCode.inc({ code: isErrorCode(code) ? code : 'internal' })
-          }
-        }
-      },
+/**
+ * The first middleware: gives the request its id and start time, lets `early` answer it at once
+ * (src/http/early-answers.ts; it records its own answers), and otherwise, after the routes, echoes
+ * the id in `X-Request-Id` and writes the request's log line and metrics.
+ */
+export function requestStart(early?: (c: HonoContext<AppEnv>) => Promise<Response | undefined> | undefined): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const requestId = requestIdOf(c.req.header('x-request-id'))
+    c.set('requestId', requestId)
+    c.set('started', performance.now())
+    const answering = early?.(c)
+    if (answering) {
+      const answer = await answering
+      if (answer) return answer
     }
-  },
-})
+    await next()
+    // On the finished response's headers: c.header() at this point would rebuild the response
+    // around a stream (Hono), which costs more than the rest of a cached answer.
+    try {
+      c.res.headers.set('X-Request-Id', requestId)
+    } catch {
+      c.header('X-Request-Id', requestId) // a response with immutable headers
+    }
+    recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', c.res.status, c.get('started'))
+  }
+}
