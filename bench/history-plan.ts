@@ -3,7 +3,7 @@
 import type { Db } from '../src/db/client.js'
 import type { HistoryFilter, HistoryPosition } from '../src/wallets/history-cursor.js'
 import { Prisma } from '../src/generated/prisma/client.js'
-import { historyPageSql } from '../src/wallets/transactions-store.js'
+import { historyPageSql } from '../src/wallets/store.js'
 
 interface PlanNode {
   'Node Type': string

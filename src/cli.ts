@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
-import { EVM_ADDRESS } from './auth/wallets.js'
+import { normalizeAddress } from './wallets/address.js'
 import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirBusyError, readLock } from './db/embedded-lock.js'
@@ -133,7 +133,7 @@ export const commands: Record<string, Command> = {
           } catch {
             throw new BootError(`${file} is not valid JSON.`)
           }
-          const { importDocument } = await import('./importer/document.js')
+          const { importDocument } = await import('./importer/write.js')
           progress.update('Opening the database')
           counts = await withDatabase(config, () => {
             progress.update('Validating the document')
@@ -169,8 +169,8 @@ async function allowlistCommand(args: string[], config: Config): Promise<void> {
     return
   }
   if (!rawAddress) throw new UsageError(`allowlist ${action} needs an ADDRESS.`)
-  if (!EVM_ADDRESS.test(rawAddress)) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
-  const address = rawAddress.toLowerCase()
+  const address = normalizeAddress(rawAddress)
+  if (address === undefined) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
   const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
   const url = await runningGateway(config)
   if (action === 'add') {

@@ -1,11 +1,11 @@
 import { z } from 'zod'
+import { isEvmAddress } from './wallets/address.js'
 
 /** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
 const optionalBool = z
   .string()
@@ -101,7 +101,7 @@ const env = z.object({
     .optional()
     .transform((v, ctx) => {
       const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-      const bad = items.filter((a) => !EVM_ADDRESS.test(a))
+      const bad = items.filter((a) => !isEvmAddress(a))
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
         return z.NEVER

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../src/db/client.js'
 import { AppError } from '../src/core/errors.js'
-import { importDocument, validateImportDocument } from '../src/importer/document.js'
+import { validateImportDocument } from '../src/importer/document.js'
+import { importDocument } from '../src/importer/write.js'
 import { testBackend, testDatabase } from './support/db.js'
 
 const HUGE = '123456789012345678901234567890123456789012345678901234567890.123456789012345678' // 60 + 18 digits

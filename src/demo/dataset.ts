@@ -1,5 +1,6 @@
 import { Decimal, formatAmount } from '../core/decimal.js'
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault, TransactionStatus, TransactionType, VaultStatus } from '../importer/document.js'
+import type { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../importer/document.js'
 
 // A deterministic, realistic-looking demo dataset: the same seed and `now` always give the same
 // document. For money, floats only ever pick integers (unit counts); every amount string comes

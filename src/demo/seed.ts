@@ -1,5 +1,5 @@
 import { prisma, type Db } from '../db/client.js'
-import { importDocument, type ImportCounts } from '../importer/document.js'
+import { importDocument, type ImportCounts } from '../importer/write.js'
 import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
 
 export interface SeedResult {

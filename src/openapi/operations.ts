@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { EVM_ADDRESS } from '../auth/wallets.js'
+import { TransactionStatus, TransactionType } from '../generated/prisma/enums.js'
+import { EVM_ADDRESS } from '../wallets/address.js'
 import type { Param } from '../rest/params.js'
 import { restRoutes } from '../rest/routes/index.js'
 import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
@@ -62,8 +63,8 @@ const ImportDocument = component(
             id: z.string(),
             vault_id: z.string(),
             address: z.string().meta({ description: 'An EVM address, any case.' }),
-            type: z.enum(['deposit', 'withdraw', 'redeem']),
-            status: z.enum(['pending', 'completed', 'failed', 'cancelled']),
+            type: z.enum(TransactionType),
+            status: z.enum(TransactionStatus),
             amount: Amount,
             shares: Amount,
             timestamp: z.string().meta({ description: 'An RFC 3339 timestamp.' }),

@@ -1,8 +1,8 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import { badRequest } from '../core/errors.js'
-import type { TransactionType } from '../importer/document.js'
+import { TransactionType } from '../generated/prisma/enums.js'
 
-export const TRANSACTION_TYPES: readonly TransactionType[] = ['deposit', 'withdraw', 'redeem']
+export const TRANSACTION_TYPES: readonly TransactionType[] = Object.values(TransactionType)
 
 /** Page size of the transaction history (spec §8): 1 to 200, default 50. Never clamped (decisions.md §4). */
 export const PAGE_LIMIT = { min: 1, max: 200, default: 50 } as const

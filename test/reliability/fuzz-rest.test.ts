@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { importDocument } from '../../src/importer/document.js'
+import { importDocument } from '../../src/importer/write.js'
 import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from '../support/keys.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'

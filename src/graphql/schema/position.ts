@@ -2,8 +2,8 @@ import { builder } from '../builder.js'
 import { isOpen, type PositionSummary } from '../../wallets/position.js'
 import { notFound } from '../../core/errors.js'
 import { positionsOf } from '../../wallets/store.js'
-import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as PendingRedeemsShape } from '../../wallets/redeems-store.js'
-import { TransactionType } from './transaction.js'
+import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as PendingRedeemsShape } from '../../wallets/store.js'
+import { TransactionTypeEnum } from './transaction.js'
 import { User } from './user.js'
 
 // Named UserPosition: `Position` is the composition's allocation entry in the spec.
@@ -30,7 +30,7 @@ export const PendingRedeem = builder.objectRef<PendingRedeemRow>('PendingRedeem'
     vaultId: t.exposeID('vaultId'),
     amount: t.expose('amount', { type: 'Decimal', description: 'In base-asset units.' }),
     submittedAt: t.expose('submittedAt', { type: 'DateTime' }),
-    transactionType: t.expose('transactionType', { type: TransactionType }),
+    transactionType: t.expose('transactionType', { type: TransactionTypeEnum }),
     txHash: t.exposeString('txHash'),
   }),
 })

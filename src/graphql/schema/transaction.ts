@@ -1,24 +1,21 @@
+import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { builder } from '../builder.js'
 import { checkLimit, decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
-import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/transactions-store.js'
+import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
 import { User } from './user.js'
 
-export const TransactionType = builder.enumType('TransactionType', {
-  values: ['deposit', 'withdraw', 'redeem'] as const,
-})
+export const TransactionTypeEnum = builder.enumType(TransactionType, { name: 'TransactionType' })
 
-export const TransactionStatus = builder.enumType('TransactionStatus', {
-  values: ['pending', 'completed', 'failed', 'cancelled'] as const,
-})
+export const TransactionStatusEnum = builder.enumType(TransactionStatus, { name: 'TransactionStatus' })
 
 export const Transaction = builder.objectRef<TransactionRow>('Transaction').implement({
   description: "One of a wallet's transactions in a vault.",
   fields: (t) => ({
     id: t.exposeID('id'),
     vaultId: t.exposeID('vaultId'),
-    type: t.expose('type', { type: TransactionType }),
-    status: t.expose('status', { type: TransactionStatus }),
+    type: t.expose('type', { type: TransactionTypeEnum }),
+    status: t.expose('status', { type: TransactionStatusEnum }),
     amount: t.expose('amount', { type: 'Decimal', description: 'In base-asset units.' }),
     timestamp: t.expose('timestamp', { type: 'DateTime', description: 'When the transaction was submitted.' }),
     txHash: t.exposeString('txHash'),
@@ -37,7 +34,7 @@ builder.objectField(User, 'transactions', (t) =>
       "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
     args: {
       vaultId: t.arg.id({ required: true }),
-      type: t.arg({ type: TransactionType, description: 'Only transactions of this type.' }),
+      type: t.arg({ type: TransactionTypeEnum, description: 'Only transactions of this type.' }),
       first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
       after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page of the same list.' }),
     },

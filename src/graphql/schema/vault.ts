@@ -1,11 +1,9 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
 import { checkPageArgs, PAGE_SIZE } from '../../core/page.js'
-import type { Prisma } from '../../generated/prisma/client.js'
+import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
 
-export const VaultStatus = builder.enumType('VaultStatus', {
-  values: ['active', 'paused', 'closed'] as const,
-})
+export const VaultStatusEnum = builder.enumType(VaultStatus, { name: 'VaultStatus' })
 
 export const Contract = builder.objectRef<{ address: string }>('Contract').implement({
   description: "The vault's on-chain contract.",
@@ -59,7 +57,7 @@ export const Vault = builder.prismaObject('Vault', {
     chainId: t.exposeString('chainId', { nullable: true }),
     symbol: t.exposeString('symbol', { description: "The vault share's symbol." }),
     baseAsset: t.exposeString('baseAsset', { description: 'The asset deposited and redeemed; amounts are in its units.' }),
-    status: t.expose('status', { type: VaultStatus }),
+    status: t.expose('status', { type: VaultStatusEnum }),
     tvl: t.expose('tvl', { type: 'Decimal', description: 'Total value locked, in base-asset units.' }),
     sharePrice: t.expose('sharePrice', { type: 'Decimal', description: 'Price of one share, in base-asset units.' }),
     perfFeeBps: t.exposeInt('perfFeeBps', { description: 'Performance fee, in basis points.' }),
@@ -112,7 +110,7 @@ builder.queryField('vaults', (t) =>
       maxSize: PAGE_SIZE.max,
       args: {
         chain: t.arg.string({ description: 'Only vaults on this chain.' }),
-        status: t.arg({ type: VaultStatus, description: 'Only vaults in this status.' }),
+        status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
       },
       resolve: (query, _root, args) => {
         checkPageArgs(args)

@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { addToAllowlist, listAllowlist, removeFromAllowlist, type AllowlistEntryView } from '../../keys/allowlist.js'
-import { EVM_ADDRESS } from '../../auth/wallets.js'
+import { normalizeAddress } from '../../wallets/address.js'
 import type { Clock } from '../../core/clock.js'
 import { badRequest } from '../../core/errors.js'
 import type { AppEnv } from '../env.js'
@@ -8,8 +8,9 @@ import type { AppEnv } from '../env.js'
 const entryJson = (e: AllowlistEntryView) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })
 
 function address(raw: string): string {
-  if (!EVM_ADDRESS.test(raw)) throw badRequest('The address must be an EVM address (0x followed by 40 hex digits).')
-  return raw.toLowerCase()
+  const wallet = normalizeAddress(raw)
+  if (wallet === undefined) throw badRequest('The address must be an EVM address (0x followed by 40 hex digits).')
+  return wallet
 }
 
 async function note(text: string): Promise<string | undefined> {

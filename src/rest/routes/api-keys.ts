@@ -1,16 +1,14 @@
 import { z } from 'zod'
-import { EVM_ADDRESS } from '../../auth/wallets.js'
+import { EVM_ADDRESS } from '../../wallets/address.js'
 import { badRequest } from '../../core/errors.js'
 import { KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
 import type { Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
-import { component, envelope } from '../wire.js'
+import { component, envelope, selectionOf } from '../wire.js'
 
 // Key management (spec §4): the spec's envelope around the GraphQL result; the record is camelCase
 // on the wire as in spec §2. The shim's default Cache-Control (no-store) applies: the create
 // response holds the raw key.
-
-const RECORD = 'id keyPrefix createdAtMs expiresAtMs revokedAtMs'
 
 const UnixMs = z.int().min(0).meta({ description: 'Unix time in milliseconds.' })
 const ApiKeyRecord = component(
@@ -33,6 +31,8 @@ const NewApiKey = component(
 )
 
 type KeyRecord = z.infer<typeof ApiKeyRecord>
+/** The record's GraphQL fields (camelCase on the wire too, spec §2). */
+const RECORD = selectionOf(ApiKeyRecord)
 const ok = <T>(data: T) => ({ status: 'ok' as const, data, server_time_ms: Date.now() })
 
 // Spec §7: wallet_required is a 400 when the token holds several wallets and no X-Service-Wallet, a 403 when it holds none.

@@ -1,20 +1,21 @@
 import { z } from 'zod'
-import { parseAddress } from '../../wallets/address.js'
+import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
+import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
 import { PAGE_LIMIT, parseLimitParam, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
 import type { Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
-import { Amount, component, Timestamp } from '../wire.js'
+import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
 // The wallet reads of spec §4 (decisions.md §4). Per-wallet data: never cached by shared caches
 // (the shim's default `no-store`). Parameters are checked here so REST answers with the parameter's
 // own name (`limit`, not GraphQL's `first`); the resolvers check them again for GraphQL callers.
 
-const TRANSACTION_STATUSES = ['pending', 'completed', 'failed', 'cancelled'] as const
+const TRANSACTION_STATUSES = Object.values(TransactionStatus)
 
 const address: Param<string> = {
   description: 'A wallet address: 0x and 40 hex digits, any case (answers use lowercase).',
-  schema: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' },
+  schema: { type: 'string', pattern: EVM_ADDRESS.source },
   example: '0x8ba1f109551bd432803012645ac136ddd64dba72',
   parse: (text) => parseAddress(text ?? ''),
 }
@@ -26,8 +27,8 @@ const TransactionSchema = component(
   z.object({
     id: z.string(),
     vault_id: z.string(),
-    type: z.enum(TRANSACTION_TYPES as [string, ...string[]]),
-    status: z.enum(TRANSACTION_STATUSES),
+    type: z.enum(TransactionType),
+    status: z.enum(TransactionStatus),
     amount: Amount.meta({ description: 'In base-asset units.' }),
     timestamp: Timestamp.meta({ description: 'When the transaction was submitted.' }),
     tx_hash: z.string(),
@@ -76,23 +77,10 @@ const PositionSummarySchema = component(
   }),
 )
 
-interface TransactionNode {
-  id: string
-  vaultId: string
-  type: (typeof TRANSACTION_TYPES)[number]
-  status: (typeof TRANSACTION_STATUSES)[number]
-  amount: string
-  timestamp: string
-  txHash: string
-}
+type TransactionWire = z.input<typeof TransactionSchema>
 
 interface TransactionsData {
-  user: {
-    transactions: {
-      edges: { node: TransactionNode }[]
-      pageInfo: { hasNextPage: boolean; endCursor: string | null }
-    }
-  }
+  user: { transactions: { edges: { node: CamelKeys<TransactionWire> }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }
 }
 
 const transactions = defineRoute({
@@ -116,36 +104,19 @@ const transactions = defineRoute({
   document: `query UserTransactions($address: String!, $vaultId: ID!, $type: TransactionType, $first: Int, $after: String) {
     user(address: $address) {
       transactions(vaultId: $vaultId, type: $type, first: $first, after: $after) {
-        edges { node { id vaultId type status amount timestamp txHash } }
+        edges { node { ${selectionOf(TransactionSchema)} } }
         pageInfo { hasNextPage endCursor }
       }
     }
   }`,
   variables: ({ params, query }) => ({ address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }),
-  shape: ({ user: { transactions: page } }: TransactionsData) => ({
-    items: page.edges.map(({ node }) => ({
-      id: node.id,
-      vault_id: node.vaultId,
-      type: node.type,
-      status: node.status,
-      amount: node.amount,
-      timestamp: node.timestamp,
-      tx_hash: node.txHash,
-    })),
-    next_cursor: page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null,
-  }),
+  shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
 
+type RedeemsWire = z.input<typeof PendingRedeemsSchema>
+
 interface RedeemsData {
-  user: {
-    pendingRedeems: {
-      address: string
-      asOf: string
-      pendingRedeems: { vaultId: string; amount: string; submittedAt: string; transactionType: 'redeem'; txHash: string }[]
-      totalPending: string
-      averageRedeemDelay: number
-    }
-  }
+  user: { pendingRedeems: CamelKeys<RedeemsWire> }
 }
 
 const redeems = defineRoute({
@@ -160,42 +131,17 @@ const redeems = defineRoute({
   errors: ['bad_request'],
   document: `query UserPendingRedeems($address: String!) {
     user(address: $address) {
-      pendingRedeems {
-        address asOf
-        pendingRedeems { vaultId amount submittedAt transactionType txHash }
-        totalPending averageRedeemDelay
-      }
+      pendingRedeems { ${selectionOf(PendingRedeemsSchema)} }
     }
   }`,
   variables: ({ params }) => ({ address: params.address }),
-  shape: ({ user: { pendingRedeems: r } }: RedeemsData) => ({
-    address: r.address,
-    as_of: r.asOf,
-    pending_redeems: r.pendingRedeems.map((p) => ({
-      vault_id: p.vaultId,
-      amount: p.amount,
-      submitted_at: p.submittedAt,
-      transaction_type: p.transactionType,
-      tx_hash: p.txHash,
-    })),
-    total_pending: r.totalPending,
-    average_redeem_delay: r.averageRedeemDelay,
-  }),
+  shape: ({ user: { pendingRedeems } }: RedeemsData) => snakeKeys<RedeemsWire>(pendingRedeems),
 })
 
+type SummaryWire = z.input<typeof PositionSummarySchema>
+
 interface SummaryData {
-  user: {
-    position: {
-      vaultId: string
-      asOf: string
-      shareBalance: string
-      sharePrice: string
-      positionValueUsd: string
-      totalDeposits: string
-      allTimeEarned: string
-      firstDepositAt: string
-    } | null
-  }
+  user: { position: CamelKeys<SummaryWire> | null }
 }
 
 const summary = defineRoute({
@@ -210,22 +156,13 @@ const summary = defineRoute({
   errors: ['bad_request', 'not_found'],
   document: `query UserPositionSummary($address: String!, $vaultId: ID!) {
     user(address: $address) {
-      position(vaultId: $vaultId) { vaultId asOf shareBalance sharePrice positionValueUsd totalDeposits allTimeEarned firstDepositAt }
+      position(vaultId: $vaultId) { ${selectionOf(PositionSummarySchema)} }
     }
   }`,
   variables: ({ params }) => ({ address: params.address, vaultId: params.vault_id }),
   shape: ({ user: { position: p } }: SummaryData, { params }) => {
     if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${params.vault_id}.`)
-    return {
-      vault_id: p.vaultId,
-      as_of: p.asOf,
-      share_balance: p.shareBalance,
-      share_price: p.sharePrice,
-      position_value_usd: p.positionValueUsd,
-      total_deposits: p.totalDeposits,
-      all_time_earned: p.allTimeEarned,
-      first_deposit_at: p.firstDepositAt,
-    }
+    return snakeKeys<SummaryWire>(p)
   },
 })
 

@@ -1,49 +1,16 @@
 import { z } from 'zod'
+import { VaultStatus } from '../../generated/prisma/enums.js'
 import { GROUP_BYS, TIMEFRAMES, type GroupBy, type Timeframe } from '../../vaults/composition.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { notFound } from '../../core/errors.js'
 import { choiceParam, limitParam, segmentParam, textParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
-import { Amount, component, Percent, Timestamp } from '../wire.js'
+import { Amount, type CamelKeys, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
 // Vault reads: public and slow to change, so shared caches may keep them for a few seconds.
 const cache = { scope: 'public', maxAgeSeconds: 10 } as const
 
-const VAULT_FIELDS = `fragment VaultFields on Vault {
-  id name chain chainId symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
-  contract { address }
-  depositConstraints { maxDeposit minDeposit paused }
-  withdrawConstraints { instantLiquidity instantSlippageMaxBps redeem24hThresholdPctOfAum redeem48hAboveThreshold }
-  icons { dark light }
-  apiEndpoint description docsUrl inceptionDate strategyBrief
-}`
-
-const VAULT_STATUSES = ['active', 'paused', 'closed'] as const
-
-type Nullable<T> = { [K in keyof T]: T[K] | null }
-
-interface VaultData {
-  id: string
-  name: string
-  chain: string
-  chainId: string | null
-  symbol: string
-  baseAsset: string
-  status: (typeof VAULT_STATUSES)[number]
-  tvl: string
-  sharePrice: string
-  perfFeeBps: number
-  mgmtFeeBps: number | null
-  contract: { address: string }
-  depositConstraints: Nullable<{ maxDeposit: string; minDeposit: string; paused: boolean }>
-  withdrawConstraints: Nullable<{ instantLiquidity: boolean; instantSlippageMaxBps: number; redeem24hThresholdPctOfAum: number; redeem48hAboveThreshold: boolean }>
-  icons: Nullable<{ dark: string; light: string }>
-  apiEndpoint: string
-  description: string | null
-  docsUrl: string | null
-  inceptionDate: string | null
-  strategyBrief: string | null
-}
+const VAULT_STATUSES = Object.values(VaultStatus)
 
 const Bps = z.int32().min(0).meta({ description: 'Basis points.' })
 
@@ -57,7 +24,7 @@ export const VaultSchema = component(
       chain_id: z.string().nullable(),
       symbol: z.string().meta({ description: "The vault share's symbol." }),
       base_asset: z.string().meta({ description: 'The asset deposited and redeemed; amounts are in its units.' }),
-      status: z.enum(VAULT_STATUSES),
+      status: z.enum(VaultStatus),
       tvl: Amount.meta({ description: 'Total value locked, in base-asset units.' }),
       share_price: Amount.meta({ description: 'Price of one share, in base-asset units.' }),
       perf_fee_bps: Bps,
@@ -138,38 +105,14 @@ const CompositionSeriesSchema = component(
   }),
 )
 
+/** The GraphQL fields behind the spec's Vault (§2), from its wire schema. */
+const VAULT_FIELDS = `fragment VaultFields on Vault { ${selectionOf(VaultSchema)} }`
+
+type VaultWire = z.input<typeof VaultSchema>
+type VaultData = CamelKeys<VaultWire>
+
 /** The spec's Vault (§2), every field present. */
-const vaultBody = (v: VaultData) => ({
-  id: v.id,
-  name: v.name,
-  chain: v.chain,
-  chain_id: v.chainId,
-  symbol: v.symbol,
-  base_asset: v.baseAsset,
-  status: v.status,
-  tvl: v.tvl,
-  share_price: v.sharePrice,
-  perf_fee_bps: v.perfFeeBps,
-  mgmt_fee_bps: v.mgmtFeeBps,
-  contract: { address: v.contract.address },
-  deposit_constraints: {
-    max_deposit: v.depositConstraints.maxDeposit,
-    min_deposit: v.depositConstraints.minDeposit,
-    paused: v.depositConstraints.paused,
-  },
-  withdraw_constraints: {
-    instant_liquidity: v.withdrawConstraints.instantLiquidity,
-    instant_slippage_max_bps: v.withdrawConstraints.instantSlippageMaxBps,
-    redeem_24h_threshold_pct_of_aum: v.withdrawConstraints.redeem24hThresholdPctOfAum,
-    redeem_48h_above_threshold: v.withdrawConstraints.redeem48hAboveThreshold,
-  },
-  icons: { dark: v.icons.dark, light: v.icons.light },
-  api_endpoint: v.apiEndpoint,
-  description: v.description,
-  docs_url: v.docsUrl,
-  inception_date: v.inceptionDate,
-  strategy_brief: v.strategyBrief,
-})
+const vaultBody = (v: VaultData) => snakeKeys<VaultWire>(v)
 
 function found<T>(vault: T | null, id: string): T {
   if (vault === null) throw notFound(`Vault "${id}" was not found.`)
@@ -188,22 +131,18 @@ interface ListData {
   vaults: { edges: { node: VaultData }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } }
 }
 
-const listBody = ({ vaults }: ListData) => ({
-  items: vaults.edges.map((e) => vaultBody(e.node)),
-  next_cursor: vaults.pageInfo.hasNextPage ? vaults.pageInfo.endCursor : null,
-})
+const listBody = ({ vaults }: ListData) => page(vaults, vaultBody)
+
+type CompositionWire = z.input<typeof CompositionSchema>
 
 interface CompositionData {
-  vault: { composition: { asOf: string; positions: { platform: string; asset: string; symbol: string; pct: number; apyEstPct: number; icon: string }[] } | null } | null
+  vault: { composition: CamelKeys<CompositionWire> | null } | null
 }
 
 function compositionBody(data: CompositionData, id: string) {
   const composition = found(data.vault, id).composition
   if (composition === null) throw notFound(`Vault "${id}" has no composition snapshot yet.`)
-  return {
-    as_of: composition.asOf,
-    positions: composition.positions.map((p) => ({ platform: p.platform, asset: p.asset, symbol: p.symbol, pct: p.pct, apy_est_pct: p.apyEstPct, icon: p.icon })),
-  }
+  return snakeKeys<CompositionWire>(composition)
 }
 
 interface SeriesData {
@@ -216,7 +155,7 @@ function seriesBody(data: SeriesData, id: string, query: { group_by: GroupBy; ti
     group_by: query.group_by,
     timeframe: query.timeframe,
     labels: series.labels,
-    points: series.points.map((p) => ({ t: p.t, weights_pct: p.weightsPct })),
+    points: snakeKeys<z.input<typeof CompositionSeriesSchema>['points']>(series.points),
   }
 }
 
@@ -268,7 +207,7 @@ export const vaultRoutes: RestRoute[] = [
     params: vaultParams,
     query: { group_by: groupBy },
     document: `query Composition($id: ID!, $groupBy: CompositionGroupBy!) {
-      vault(id: $id) { composition(groupBy: $groupBy) { asOf positions { platform asset symbol pct apyEstPct icon } } }
+      vault(id: $id) { composition(groupBy: $groupBy) { ${selectionOf(CompositionSchema)} } }
     }`,
     variables: ({ params, query }) => ({ id: params.vault_id, groupBy: query.group_by }),
     shape: (data: CompositionData, { params }) => compositionBody(data, params.vault_id),
