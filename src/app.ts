@@ -67,12 +67,12 @@ export function createApp({
 }): App {
   // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
-  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.
   const verifier = createApiKeyVerifier({
     prisma: db.prisma,
     clock,
     cacheTtlMs: config.apiKeyCacheTtlMs,
-    listen: db.pool ? { ...db.pool.options } : undefined,
+    changes: db.changes,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
   })
   const yoga = createGatewayYoga({ config, clock, limits, examples })
@@ -82,7 +82,7 @@ export function createApp({
   responseCache.setLive(false)
   const dataFeed =
     config.responseCache.ttlMs > 0
-      ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
+      ? watchDataChanges(db.changes, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
       : { ready: Promise.resolve(), stop: async () => {} }
 
   const app = new Hono<AppEnv>()

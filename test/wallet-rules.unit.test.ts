@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest'
 import { parseAddress } from '../src/wallets/address.js'
 import { isOpen, summarizePosition } from '../src/wallets/position.js'
 import { averageRedeemDelaySeconds, redeemDelayWindow, sumAmounts } from '../src/wallets/redeems.js'
-import { checkLimit, decodeCursor, encodeCursor, parseLimitParam, parseTypeParam, type HistoryFilter } from '../src/wallets/history-cursor.js'
+import { checkPageSize, parsePageSize } from '../src/core/page.js'
+import { decodeCursor, encodeCursor, parseTypeParam, type HistoryFilter } from '../src/wallets/history-cursor.js'
+
+const checkLimit = (n: number | null | undefined) => checkPageSize(n, 'limit')
+const parseLimitParam = (raw: string | undefined) => parsePageSize(raw)
 import { AppError } from '../src/core/errors.js'
 
 /** The AppError `fn` throws, as { code, message }. */

@@ -8,6 +8,7 @@ import pg from 'pg'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 import type { Config } from '../config.js'
 import { PrismaClient } from '../generated/prisma/client.js'
+import { createChangeFeed, type ChangeFeed } from './listen.js'
 import { applyMigrations, type AppliedRow } from './migrate.js'
 
 export type Db = PrismaClient
@@ -23,6 +24,8 @@ export interface Database {
   pool?: pg.Pool
   /** Set in embedded mode. */
   pglite?: PGlite
+  /** The process' one LISTEN connection (src/db/listen.ts), opened on first subscription. */
+  readonly changes: ChangeFeed
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>
   /** Resolves when the database answers a trivial query. */
@@ -152,14 +155,20 @@ export async function openDatabase(
   const { end, ...rest } = driver
   const client = new PrismaClient({ adapter: observedFactory(driver.factory) })
   prisma = client
+  let changes: ChangeFeed | undefined
   return {
     ...rest,
     prisma: client,
+    get changes() {
+      changes ??= createChangeFeed(driver.pglite ? { pglite: driver.pglite } : { connection: { ...driver.pool!.options } })
+      return changes
+    },
     migrate: () => applyMigrations(driver.factory, () => readApplied(client)),
     ping: async () => {
       await client.$executeRaw`SELECT 1`
     },
     close: async () => {
+      await changes?.close()
       await client.$disconnect()
       await end()
     },

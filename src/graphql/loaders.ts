@@ -1,4 +1,4 @@
-import { compositionLoaders } from '../vaults/composition.js'
+import { compositionLoaders } from '../vaults/store.js'
 import { createPositionLoader } from '../wallets/store.js'
 
 // Per-request DataLoaders for per-vault / per-address aggregates that Prisma's own batching

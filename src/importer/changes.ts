@@ -1,10 +1,9 @@
-import pg from 'pg'
-import type { Database, Db } from '../db/client.js'
-import { logger } from '../core/log.js'
+import type { Db } from '../db/client.js'
+import type { ChangeFeed } from '../db/listen.js'
 
 // Imports announce themselves on a PostgreSQL channel (NOTIFY is delivered on commit, to every
-// session listening on the database), so every gateway process and instance can drop what it
-// derived from the old data: the response cache today.
+// session listening on the database, src/db/listen.ts), so every gateway process and instance can
+// drop what it derived from the old data: the response cache today.
 
 export const DATA_CHANGED_CHANNEL = 'vaultgate_data_changed'
 
@@ -19,79 +18,22 @@ export interface DataChangeHandlers {
   onLive(live: boolean): void
 }
 
-const RETRY_MS = { first: 500, max: 30_000 }
-
-/**
- * Listens on the channel until the returned stop function is called. PostgreSQL: a dedicated
- * connection outside the pool, reconnected with backoff. Embedded: PGlite's own listener.
- */
 export interface DataChangeFeed {
   /** Resolves once the first attempt to listen has succeeded or failed. */
   ready: Promise<void>
   stop(): Promise<void>
 }
 
-export function watchDataChanges(db: Pick<Database, 'pglite' | 'pool'>, handlers: DataChangeHandlers): DataChangeFeed {
-  if (db.pglite) {
-    const unlisten = db.pglite.listen(DATA_CHANGED_CHANNEL, () => handlers.onChange()).then((stop) => {
-      handlers.onLive(true)
-      return stop
-    })
-    return {
-      ready: unlisten.then(() => {}, () => {}),
-      stop: async () => {
-        handlers.onLive(false)
-        await (await unlisten.catch(() => undefined))?.().catch(() => {})
-      },
-    }
-  }
-  const pool = db.pool
-  if (!pool) return { ready: Promise.resolve(), stop: async () => {} }
-  let firstAttempt: () => void = () => {}
-  const ready = new Promise<void>((resolve) => (firstAttempt = resolve))
-  let stopped = false
-  let client: pg.Client | undefined
-  let timer: NodeJS.Timeout | undefined
-  let delay = RETRY_MS.first
-  const connect = async () => {
-    // The pool's own settings (server, credentials, TLS), on a connection of its own.
-    const c = new pg.Client({ ...pool.options, application_name: 'vaultgate-listen' })
-    client = c
-    const lost = (e?: Error) => {
-      if (client !== c) return
-      client = undefined
-      handlers.onLive(false)
-      c.end().catch(() => {})
-      if (stopped) return
-      logger.warn({ err: e?.message }, 'data-change feed lost; response cache off until it reconnects')
-      timer = setTimeout(() => void connect(), delay)
-      delay = Math.min(delay * 2, RETRY_MS.max)
-    }
-    c.on('error', lost)
-    c.on('end', () => lost())
-    c.on('notification', () => handlers.onChange())
-    try {
-      await c.connect()
-      await c.query(`LISTEN ${DATA_CHANGED_CHANNEL}`)
-      if (stopped || client !== c) return
-      delay = RETRY_MS.first
-      handlers.onLive(true)
-    } catch (e) {
-      lost(e as Error)
-    } finally {
-      firstAttempt()
-    }
-  }
-  void connect()
+/** Calls `onChange` for every committed import, on the process' change feed, until stopped. */
+export function watchDataChanges(feed: ChangeFeed, handlers: DataChangeHandlers): DataChangeFeed {
+  const off = feed.on(DATA_CHANGED_CHANNEL, () => handlers.onChange())
+  const offLive = feed.onLive((live) => handlers.onLive(live))
   return {
-    ready,
+    ready: feed.ready,
     stop: async () => {
-      stopped = true
-      clearTimeout(timer)
-      const c = client
-      client = undefined
+      off()
+      offLive()
       handlers.onLive(false)
-      await c?.end().catch(() => {})
     },
   }
 }

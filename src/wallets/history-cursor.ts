@@ -4,25 +4,6 @@ import { TransactionType } from '../generated/prisma/enums.js'
 
 export const TRANSACTION_TYPES: readonly TransactionType[] = Object.values(TransactionType)
 
-/** Page size of the transaction history (spec §8): 1 to 200, default 50. Never clamped (decisions.md §4). */
-export const PAGE_LIMIT = { min: 1, max: 200, default: 50 } as const
-
-/** The page size asked for as a number (GraphQL `first`); absent means the default. */
-export function checkLimit(value: number | null | undefined): number {
-  if (value === null || value === undefined) return PAGE_LIMIT.default
-  if (!Number.isInteger(value) || value < PAGE_LIMIT.min || value > PAGE_LIMIT.max) {
-    throw badRequest(`limit must be an integer from ${PAGE_LIMIT.min} to ${PAGE_LIMIT.max}.`)
-  }
-  return value
-}
-
-/** The `limit` query parameter: decimal digits only ("abc", "1.5", "-1", "" are 400), then the range check. */
-export function parseLimitParam(raw: string | undefined): number {
-  if (raw === undefined) return PAGE_LIMIT.default
-  if (!/^\d{1,9}$/.test(raw)) throw badRequest(`limit must be an integer from ${PAGE_LIMIT.min} to ${PAGE_LIMIT.max}.`)
-  return checkLimit(Number(raw))
-}
-
 /** The `type` query parameter; absent means every type. */
 export function parseTypeParam(raw: string | undefined): TransactionType | undefined {
   if (raw === undefined) return undefined

@@ -1,6 +1,7 @@
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { builder } from '../builder.js'
-import { checkLimit, decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
+import { checkPageSize } from '../../core/page.js'
+import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
 import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
 import { User } from './user.js'
@@ -40,7 +41,7 @@ builder.objectField(User, 'transactions', (t) =>
     },
     resolve: async (user, args) => {
       const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
-      const limit = checkLimit(args.first)
+      const limit = checkPageSize(args.first, 'limit')
       const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.

@@ -1,9 +1,10 @@
 import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
-import { PAGE_LIMIT, parseLimitParam, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
+import { PAGE_SIZE } from '../../core/page.js'
+import { parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
-import type { Param } from '../params.js'
+import { limitParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
@@ -92,11 +93,7 @@ const transactions = defineRoute({
   params: { address, vault_id: vaultId },
   query: {
     type: { description: 'Only transactions of this type.', schema: { type: 'string', enum: [...TRANSACTION_TYPES] }, parse: parseTypeParam } satisfies Param,
-    limit: {
-      description: 'Transactions per page.',
-      schema: { type: 'integer', minimum: PAGE_LIMIT.min, maximum: PAGE_LIMIT.max, default: PAGE_LIMIT.default },
-      parse: parseLimitParam,
-    } satisfies Param,
+    limit: limitParam(PAGE_SIZE, 'Transactions per page.'),
     cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
   },
   response: TransactionList,
