@@ -34,7 +34,9 @@ interface Node {
 const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!
 const profile = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }
 const self = new Map<number, number>()
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+profile.samples.forEach((id, i) => {
+  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+})
 const total = [...self.values()].reduce((a, b) => a + b, 0)
 const byPackage = new Map<string, number>()
 const byFunction = new Map<string, number>()

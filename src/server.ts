@@ -38,7 +38,7 @@ function driverMessage(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e)
   const quoted = /Message: `([^`]+)`/.exec(text)?.[1]
   const line = quoted ?? text.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? 'unknown error'
-  return line.replace(/\.$/, '') + '.'
+  return `${line.replace(/\.$/, '')}.`
 }
 
 /** Opens (and locks, in embedded mode) the database and applies pending migrations. */

@@ -99,10 +99,12 @@ describe('vaultgate allowlist', () => {
   describe.runIf(testBackend === 'pglite')('while an embedded gateway owns the data directory', () => {
     let gw: GatewayProcess
     let owned: string
+    // biome-ignore lint/suspicious/noDuplicateTestHooks: describe.runIf opens a scope of its own
     beforeAll(async () => {
       owned = await mkdtemp(path.join(tmpdir(), 'vaultgate-allowlist-gw-'))
       gw = await startGatewayProcess({ DATA_DIR: owned, SEED_DEMO: 'false', ADMIN_TOKEN })
     })
+    // biome-ignore lint/suspicious/noDuplicateTestHooks: describe.runIf opens a scope of its own
     afterAll(async () => {
       await gw.stop()
       await rm(owned, { recursive: true, force: true })

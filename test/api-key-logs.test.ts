@@ -15,7 +15,10 @@ describe(`logs around key management (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) })))
+    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => {
+      lines.push(String(chunk))
+      done()
+    } })))
     t = await createKeysTestApp({ clock: time.clock, allowlist: [W] })
   })
   afterAll(async () => {
@@ -35,7 +38,7 @@ describe(`logs around key management (${testBackend})`, () => {
     await t.get(W)
 
     // Refused tokens, at every log level.
-    const forged = secrets[0]!.slice(0, -4) + 'AAAA'
+    const forged = `${secrets[0]!.slice(0, -4)}AAAA`
     secrets.push(forged)
     expect((await t.request('/v1/apiKey', { headers: { authorization: `Bearer ${forged}` } })).status).toBe(401)
 

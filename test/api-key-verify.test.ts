@@ -40,7 +40,7 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     const key = await created()
     const flipped = key.apiKey.slice(0, -1) + (key.apiKey.endsWith('2') ? '3' : '2')
     expect((await t.verify(flipped)).body).toEqual(ok(UNKNOWN))
-    for (const raw of ['nope', `${key.apiKey}x`, key.apiKey.replace('vaultgate_', 'vaultgate-'), '_' + key.apiKey.slice(10), ' '.repeat(3)]) {
+    for (const raw of ['nope', `${key.apiKey}x`, key.apiKey.replace('vaultgate_', 'vaultgate-'), `_${key.apiKey.slice(10)}`, ' '.repeat(3)]) {
       const { result, statements } = await recordSql(() => t.verify(raw))
       expect([raw, result.body]).toEqual([raw, ok(UNKNOWN)])
       expect(statements).toEqual([])
@@ -187,7 +187,7 @@ describe(`verification without a database (${testBackend})`, () => {
         status: 503,
         body: { status: 'error', error: { code: 'unavailable', message: 'API key state cannot be checked right now; refuse the key and retry shortly.' } },
       })
-      expect((await other.verify(key.apiKey.slice(0, -1) + 'z')).status).toBe(503)
+      expect((await other.verify(`${key.apiKey.slice(0, -1)}z`)).status).toBe(503)
     } finally {
       await other.app.close()
     }

@@ -312,7 +312,7 @@ describe(`import (${testBackend})`, () => {
     [
       'many problems at once',
       { transactions: Array.from({ length: 7 }, (_, i) => tx(`m${i}`, { amount: 'x' })) },
-      [0, 1, 2, 3, 4].map((i) => `transactions[${i}].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)`).join('; ') + '; and 2 more problems',
+      `${[0, 1, 2, 3, 4].map((i) => `transactions[${i}].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)`).join('; ')}; and 2 more problems`,
     ],
   ]
 

@@ -6,7 +6,7 @@ import { createApp, type App } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { packageVersion } from '../src/http/routes/reference.js'
 import { importDocument } from '../src/importer/write.js'
-import { apiOperations, openApiDocument } from '../src/openapi/operations.js'
+import { apiOperations, type openApiDocument } from '../src/openapi/operations.js'
 import { testBackend } from './support/db.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from './support/explorer-data.js'
 import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from './support/keys.js'
@@ -70,7 +70,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
   })
 
   it('matches the committed contract (update with `npx vitest run -u test/openapi.test.ts` when the API changes on purpose)', async () => {
-    await expect(JSON.stringify(doc, null, 2) + '\n').toMatchFileSnapshot('__snapshots__/openapi.json')
+    await expect(`${JSON.stringify(doc, null, 2)}\n`).toMatchFileSnapshot('__snapshots__/openapi.json')
   })
 
   it('describes every route the app serves (pages and their assets aside)', () => {

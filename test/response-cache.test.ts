@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ImportVault } from '../src/importer/document.js'
+import type { ImportVault } from '../src/importer/document.js'
 import { importDocument } from '../src/importer/write.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'

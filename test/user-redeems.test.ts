@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { type ImportTransaction } from '../src/importer/document.js'
+import type { ImportTransaction } from '../src/importer/document.js'
 import { importDocument } from '../src/importer/write.js'
 import { createTestApp, type TestApp } from './support/app.js'
 import { testBackend } from './support/db.js'

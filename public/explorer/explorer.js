@@ -1,7 +1,7 @@
 // vaultgate explorer: a small page over the GraphQL API (no build step, no framework).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
 // State lives in the URL (?vault=…&wallet=…&group_by=…&timeframe=…) so views can be shared.
-'use strict'
+
 
 const $ = (id) => document.getElementById(id)
 const PALETTE = ['#2563eb', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#06b6d4', '#f97316', '#84cc16', '#ec4899', '#64748b']

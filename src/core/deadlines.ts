@@ -5,7 +5,6 @@ import { AppError } from './errors.js'
  * running GraphQL (a cached read, a health check) never pays for them.
  */
 export class Deadline {
-  #controller?: AbortController
   #timer?: NodeJS.Timeout
   #signal?: AbortSignal
 
@@ -25,7 +24,6 @@ export class Deadline {
   get signal(): AbortSignal {
     if (!this.#signal) {
       const controller = new AbortController()
-      this.#controller = controller
       this.#timer = setTimeout(() => controller.abort(timeoutError(this.ms)), Math.max(0, this.at - Date.now()))
       this.#signal = this.client ? AbortSignal.any([controller.signal, this.client]) : controller.signal
     }
@@ -40,7 +38,6 @@ export class Deadline {
   /** Clears the timer (the request is answered); the signal stays as it is. */
   end(): void {
     clearTimeout(this.#timer)
-    this.#controller = undefined
   }
 }
 

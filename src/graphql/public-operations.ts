@@ -52,7 +52,7 @@ export function isPublicOperation(schema: GraphQLSchema, query: string, operatio
   const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined
   const queryType = schema.getQueryType()
-  if (!operation || operation.operation !== 'query' || !queryType) return false
+  if (operation?.operation !== 'query' || !queryType) return false
   const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
   return selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set())
 }

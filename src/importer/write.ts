@@ -100,8 +100,11 @@ const ANALYZE_THRESHOLD = 1000
 async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> {
   const known = new Set(doc.vaults.map((v) => v.id))
   const refs: { path: (string | number)[]; id: string }[] = []
-  doc.compositions.forEach((c, i) => known.has(c.vault_id) || refs.push({ path: ['compositions', i, 'vault_id'], id: c.vault_id }))
-  doc.transactions.forEach((t, i) => known.has(t.vault_id) || refs.push({ path: ['transactions', i, 'vault_id'], id: t.vault_id }))
+  for (const [section, rows] of [['compositions', doc.compositions] as const, ['transactions', doc.transactions] as const]) {
+    rows.forEach((r, i) => {
+      if (!known.has(r.vault_id)) refs.push({ path: [section, i, 'vault_id'], id: r.vault_id })
+    })
+  }
   if (refs.length === 0) return
   const existing = await tx.vault.findMany({ where: { id: { in: [...new Set(refs.map((r) => r.id))] } }, select: { id: true } })
   for (const { id } of existing) known.add(id)

@@ -28,6 +28,7 @@ export interface RouteDoc {
  * into the spec's snake_case JSON. Its parameters and response are declared once: the shim parses
  * the parameters with them, and the OpenAPI document is generated from them.
  */
+// biome-ignore lint/suspicious/noExplicitAny: the route table holds routes with their data types erased (defineRoute checks each one)
 export interface RestRoute<Data = any, P extends Params = Params, Q extends Params = Params, R extends z.ZodType = z.ZodType> extends RouteDoc {
   method: 'GET' | 'POST' | 'DELETE'
   /** Hono path under /v1, e.g. `/vaults/:vault_id`. */

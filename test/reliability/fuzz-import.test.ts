@@ -44,7 +44,9 @@ const valid = () => ({
 /** Every path to a leaf (or a container) of a JSON value. */
 function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
   const out: (string | number)[][] = [prefix]
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...paths(v, [...prefix, i])))
+  if (Array.isArray(value)) value.forEach((v, i) => {
+    out.push(...paths(v, [...prefix, i]))
+  })
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...prefix, k]))
   return out
 }
@@ -61,9 +63,9 @@ function setAt(doc: any, path: (string | number)[], v: unknown) {
 /** Amounts, dates, addresses and ids at and past their limits. */
 const edgeValue = fc.oneof(
   fc.constantFrom(
-    '1' + '0'.repeat(60),
-    '9'.repeat(60) + '.' + '9'.repeat(18),
-    '0.' + '0'.repeat(18) + '1',
+    `1${'0'.repeat(60)}`,
+    `${'9'.repeat(60)}.${'9'.repeat(18)}`,
+    `0.${'0'.repeat(18)}1`,
     '-1',
     '-0',
     '1e5',

@@ -19,7 +19,10 @@ describe(`secrets in logs (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) })))
+    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => {
+      chunks.push(String(chunk))
+      done()
+    } })))
     t = await createKeysTestApp({ clock: time.clock, allowlist: [W], env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' } })
   })
   afterAll(async () => {
@@ -58,7 +61,7 @@ describe(`secrets in logs (${testBackend})`, () => {
     await keep(await t.verify(first.body.data.apiKey))
 
     // Refusals: forged, unsigned, expired and malformed tokens; a near-miss key; a wrong service token.
-    const forged = jwt.slice(0, -6) + 'AAAAAA'
+    const forged = `${jwt.slice(0, -6)}AAAAAA`
     const unsigned = rawJwt({ alg: 'none', typ: 'JWT' }, { wallets: [W], exp: 9_999_999_999 })
     const expired = await signSession(t.signer, { wallets: [W] }, { now: time.now() - 7_200_000 })
     remember(forged, unsigned, expired)
@@ -98,7 +101,7 @@ describe(`secrets in logs (${testBackend})`, () => {
     const found: string[] = []
     for (const s of secrets) {
       const hits = log.split(s).length - 1
-      if (hits > 0) found.push(s.slice(0, 8) + '…')
+      if (hits > 0) found.push(`${s.slice(0, 8)}…`)
       bytesFound += hits * s.length
     }
     // Only the create answers carry the raw key; no other answer carries a key, digest or token.

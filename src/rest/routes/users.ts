@@ -12,8 +12,6 @@ import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timest
 // (the shim's default `no-store`). Parameters are checked here so REST answers with the parameter's
 // own name (`limit`, not GraphQL's `first`); the resolvers check them again for GraphQL callers.
 
-const TRANSACTION_STATUSES = Object.values(TransactionStatus)
-
 const address: Param<string> = {
   description: 'A wallet address: 0x and 40 hex digits, any case (answers use lowercase).',
   schema: { type: 'string', pattern: EVM_ADDRESS.source },
