@@ -41,7 +41,12 @@ export async function explainHistoryPage(db: Db, filter: HistoryFilter, after: H
   walk(top.Plan, (n) => {
     plan.nodeTypes.push(n['Node Type'])
     if (n['Index Name']) {
-      plan.indexScans.push({ index: n['Index Name'], cond: n['Index Cond'] ?? '', rows: n['Actual Rows'] ?? 0, removedByFilter: n['Rows Removed by Filter'] ?? 0 })
+      plan.indexScans.push({
+        index: n['Index Name'],
+        cond: n['Index Cond'] ?? '',
+        rows: n['Actual Rows'] ?? 0,
+        removedByFilter: n['Rows Removed by Filter'] ?? 0,
+      })
     }
   })
   plan.buffers = (top.Plan['Shared Hit Blocks'] ?? 0) + (top.Plan['Shared Read Blocks'] ?? 0)

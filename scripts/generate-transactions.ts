@@ -96,7 +96,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const started = performance.now()
     const progress = createProgress()
     const inserted = await generateTransactions(db.prisma, rows, (done) => progress.update('Generating transactions', done, rows)).finally(() => progress.end())
-    process.stdout.write(`${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`)
+    process.stdout.write(
+      `${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`,
+    )
   } finally {
     await db.close()
   }

@@ -94,7 +94,13 @@ export function createApp({
   app.use('/graphql', explainNotAcceptable)
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
-    app.use(path, corsPreflight(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
+    app.use(
+      path,
+      corsPreflight(config),
+      limitBody(config.requests.bodyLimitBytes),
+      limitByClientIp(limits, config.trustProxyHops),
+      requestDeadline(config.requests.timeoutMs),
+    )
   }
   observePool(db.pool)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.

@@ -82,7 +82,10 @@ export const commands: Record<string, Command> = {
         if (stopping) process.exit(1)
         stopping = true
         out(`vaultgate: ${signal} received, finishing in-flight requests…`)
-        gateway.close().then(() => process.exit(0), () => process.exit(1))
+        gateway.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        )
       }
       process.on('SIGTERM', () => stop('SIGTERM'))
       process.on('SIGINT', () => stop('SIGINT'))
@@ -218,7 +221,8 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`vaultgate: ${e.message}\n\n${help()}\n`)
       process.exit(2)
     }
-    const known = e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
+    const known =
+      e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
     process.stderr.write(`vaultgate: ${known ? (e as Error).message : `failed: ${(e as Error).message ?? String(e)}`}\n`)
     if (process.env.DEBUG) process.stderr.write(`${(e as Error).stack}\n`)
     process.exit(1)

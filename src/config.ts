@@ -6,7 +6,6 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-
 const optionalBool = z
   .string()
   .optional()
@@ -43,14 +42,17 @@ const url = (protocols: string[]) =>
     .string()
     .optional()
     .transform((v) => (v === '' ? undefined : v))
-    .refine((v) => {
-      if (v === undefined) return true
-      try {
-        return protocols.includes(new URL(v).protocol)
-      } catch {
-        return false
-      }
-    }, `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
+    .refine(
+      (v) => {
+        if (v === undefined) return true
+        try {
+          return protocols.includes(new URL(v).protocol)
+        } catch {
+          return false
+        }
+      },
+      `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+    )
 
 /** Comma-separated browser origins (`https://app.example`), or `*` for any. */
 const origins = (fallback: string) =>
@@ -58,7 +60,10 @@ const origins = (fallback: string) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? fallback).split(',').map((s) => s.trim()).filter(Boolean)
+      const items = (v ?? fallback)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
       if (items.includes('*')) {
         if (items.length === 1) return '*' as const
         ctx.addIssue({ code: 'custom', message: '`*` cannot be combined with other origins' })
@@ -100,7 +105,10 @@ const env = z.object({
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+      const items = (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
       const bad = items.filter((a) => !isEvmAddress(a))
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
@@ -109,7 +117,9 @@ const env = z.object({
       return [...new Set(items.map((a) => a.toLowerCase()))]
     }),
   REDIS_URL: url(['redis:', 'rediss:']),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' })
+    .default('info'),
   DB_POOL_MAX: int(10, 1, 1000),
   DB_CONNECT_TIMEOUT_MS: int(5000, 100, 600_000),
   DB_IDLE_TIMEOUT_MS: int(10_000, 0, 3_600_000),
@@ -256,7 +266,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
-    rateLimits: { publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE, keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE, verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE },
+    rateLimits: {
+      publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
+      keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE,
+      verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE,
+    },
     trustProxyHops: e.TRUST_PROXY,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },
   }

@@ -37,7 +37,14 @@ function describeStorage(config: Config): string {
 function driverMessage(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e)
   const quoted = /Message: `([^`]+)`/.exec(text)?.[1]
-  const line = quoted ?? text.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? 'unknown error'
+  const line =
+    quoted ??
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop() ??
+    'unknown error'
   return `${line.replace(/\.$/, '')}.`
 }
 

@@ -54,8 +54,14 @@ describe(`/admin/allowlist (${testBackend})`, () => {
   })
 
   it('rejects bad input and bad tokens', async () => {
-    expect(await admin('PUT', '/0x1234')).toEqual({ status: 400, body: error('bad_request', 'The address must be an EVM address (0x followed by 40 hex digits).') })
-    expect(await admin('PUT', `/${W1}`, '{"notes":"x"}')).toEqual({ status: 400, body: error('bad_request', 'Unknown field notes; the body may only hold "note".') })
+    expect(await admin('PUT', '/0x1234')).toEqual({
+      status: 400,
+      body: error('bad_request', 'The address must be an EVM address (0x followed by 40 hex digits).'),
+    })
+    expect(await admin('PUT', `/${W1}`, '{"notes":"x"}')).toEqual({
+      status: 400,
+      body: error('bad_request', 'Unknown field notes; the body may only hold "note".'),
+    })
     expect((await admin('PUT', `/${W1}`, '{"note":5}')).status).toBe(400)
     expect(await admin('GET', '', undefined, 'wrong-token-0123456789')).toEqual({
       status: 401,
@@ -82,7 +88,10 @@ describe('vaultgate allowlist', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
   it('adds, lists and removes with direct database access', async () => {
-    expect(await runCli(['allowlist', 'add', W1.toUpperCase().replace('0X', '0x'), 'trading', 'desk'], env)).toMatchObject({ code: 0, stdout: `Added ${W1} to the allowlist.\n` })
+    expect(await runCli(['allowlist', 'add', W1.toUpperCase().replace('0X', '0x'), 'trading', 'desk'], env)).toMatchObject({
+      code: 0,
+      stdout: `Added ${W1} to the allowlist.\n`,
+    })
     const list = await runCli(['allowlist', 'list'], env)
     expect(list.code).toBe(0)
     expect(list.stdout).toMatch(new RegExp(`^${W1}  \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  trading desk\\n$`))
@@ -90,7 +99,10 @@ describe('vaultgate allowlist', () => {
   })
 
   it('rejects a bad address and a missing action', async () => {
-    expect(await runCli(['allowlist', 'add', '0x12'], env)).toMatchObject({ code: 1, stderr: 'vaultgate: 0x12 is not an EVM address (0x followed by 40 hex digits).\n' })
+    expect(await runCli(['allowlist', 'add', '0x12'], env)).toMatchObject({
+      code: 1,
+      stderr: 'vaultgate: 0x12 is not an EVM address (0x followed by 40 hex digits).\n',
+    })
     const usage = await runCli(['allowlist'], env)
     expect(usage.code).toBe(2)
     expect(usage.stderr).toMatch(/^vaultgate: allowlist needs add, remove or list\./)
@@ -111,14 +123,22 @@ describe('vaultgate allowlist', () => {
     })
 
     it('goes through its admin API, or refuses without the admin token', async () => {
-      expect(await runCli(['allowlist', 'add', W2, 'via', 'api'], { DATA_DIR: owned, ADMIN_TOKEN })).toMatchObject({ code: 0, stdout: `Added ${W2} to the allowlist.\n` })
+      expect(await runCli(['allowlist', 'add', W2, 'via', 'api'], { DATA_DIR: owned, ADMIN_TOKEN })).toMatchObject({
+        code: 0,
+        stdout: `Added ${W2} to the allowlist.\n`,
+      })
       const res = await fetch(`${gw.url}/admin/allowlist`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
       expect((await res.json()).data.items).toEqual([{ address: W2, note: 'via api', createdAtMs: expect.any(Number) }])
       expect((await runCli(['allowlist', 'list'], { DATA_DIR: owned, ADMIN_TOKEN })).stdout).toMatch(new RegExp(`^${W2}  .+  via api\\n$`))
       const refused = await runCli(['allowlist', 'remove', W2], { DATA_DIR: owned })
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toBe(`vaultgate: The data directory is in use by the gateway at ${gw.url}; set ADMIN_TOKEN (the same as the gateway's) so this command can use its admin API, or stop the gateway.\n`)
-      expect(await runCli(['allowlist', 'remove', W2], { DATA_DIR: owned, ADMIN_TOKEN })).toMatchObject({ code: 0, stdout: `Removed ${W2} from the allowlist.\n` })
+      expect(refused.stderr).toBe(
+        `vaultgate: The data directory is in use by the gateway at ${gw.url}; set ADMIN_TOKEN (the same as the gateway's) so this command can use its admin API, or stop the gateway.\n`,
+      )
+      expect(await runCli(['allowlist', 'remove', W2], { DATA_DIR: owned, ADMIN_TOKEN })).toMatchObject({
+        code: 0,
+        stdout: `Removed ${W2} from the allowlist.\n`,
+      })
       expect(await runCli(['allowlist', 'list'], { DATA_DIR: owned, ADMIN_TOKEN })).toMatchObject({ code: 0, stdout: 'The allowlist is empty.\n' })
     })
   })

@@ -62,8 +62,18 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
 
   it('finds the wallet in each token shape of decisions.md §7', async () => {
     const shapes = [
-      { verified_credentials: [{ format: 'blockchain', chain: 'eip155', address: W1.toUpperCase().replace('0X', '0x') }, { format: 'email', email: 'a@b.c' }] },
-      { linked_accounts: [{ type: 'wallet', chain_type: 'ethereum', address: W1 }, { type: 'email', address: 'a@b.c' }] },
+      {
+        verified_credentials: [
+          { format: 'blockchain', chain: 'eip155', address: W1.toUpperCase().replace('0X', '0x') },
+          { format: 'email', email: 'a@b.c' },
+        ],
+      },
+      {
+        linked_accounts: [
+          { type: 'wallet', chain_type: 'ethereum', address: W1 },
+          { type: 'email', address: 'a@b.c' },
+        ],
+      },
       { linked_accounts: JSON.stringify([{ type: 'wallet', chain_type: 'ethereum', address: W1 }]) },
       { wallets: [W1] },
       { wallets: [{ address: W1 }] },
@@ -93,15 +103,27 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
     })
 
     it('403 wallet_required: the token holds no EVM wallet', async () => {
-      const claims = { verified_credentials: [{ format: 'blockchain', chain: 'solana', address: 'So1anaAddre55' }], linked_accounts: [{ type: 'wallet', chain_type: 'solana', address: W1 }] }
-      expect(await getKey(t, bearer(await session(claims)))).toMatchObject({ status: 403, body: errorBody('wallet_required', 'The session token holds no EVM wallet.') })
+      const claims = {
+        verified_credentials: [{ format: 'blockchain', chain: 'solana', address: 'So1anaAddre55' }],
+        linked_accounts: [{ type: 'wallet', chain_type: 'solana', address: W1 }],
+      }
+      expect(await getKey(t, bearer(await session(claims)))).toMatchObject({
+        status: 403,
+        body: errorBody('wallet_required', 'The session token holds no EVM wallet.'),
+      })
     })
 
     it('403 wallet_not_connected: X-Service-Wallet names a wallet the token does not hold', async () => {
       const message = 'X-Service-Wallet names a wallet that the session token does not hold.'
-      expect(await getKey(t, bearer(await session({ wallets: [W1, W2] }), { 'x-service-wallet': W3 }))).toMatchObject({ status: 403, body: errorBody('wallet_not_connected', message) })
+      expect(await getKey(t, bearer(await session({ wallets: [W1, W2] }), { 'x-service-wallet': W3 }))).toMatchObject({
+        status: 403,
+        body: errorBody('wallet_not_connected', message),
+      })
       // Also with a single-wallet token: the header must still name it.
-      expect(await getKey(t, bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }))).toMatchObject({ status: 403, body: errorBody('wallet_not_connected', message) })
+      expect(await getKey(t, bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }))).toMatchObject({
+        status: 403,
+        body: errorBody('wallet_not_connected', message),
+      })
     })
 
     it('400 bad_request: X-Service-Wallet is not an EVM address', async () => {
@@ -116,9 +138,16 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
     it('400 bad_request: keyPrefix does not match its pattern', async () => {
       const token = await session({ wallets: [W1] })
       for (const keyPrefix of ['', '_x', '-x', 'a'.repeat(33), 'has space', 'ünï', 'a.b', 7]) {
-        const res = await t.request('/v1/apiKey', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify({ keyPrefix }) })
+        const res = await t.request('/v1/apiKey', {
+          method: 'POST',
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body: JSON.stringify({ keyPrefix }),
+        })
         expect(res.status).toBe(400)
-        const message = typeof keyPrefix === 'string' ? 'keyPrefix must be 1 to 32 characters: a letter or digit, then letters, digits, "_" or "-".' : 'keyPrefix must be a string.'
+        const message =
+          typeof keyPrefix === 'string'
+            ? 'keyPrefix must be 1 to 32 characters: a letter or digit, then letters, digits, "_" or "-".'
+            : 'keyPrefix must be a string.'
         expect(await res.json()).toEqual(errorBody('bad_request', message))
       }
       expect(await t.db.prisma.apiKey.count()).toBe(0)
@@ -171,7 +200,9 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
         'a tampered payload',
         async () => {
           const [h, , s] = (await session({ wallets: [W3] })).split('.')
-          const forged = Buffer.from(JSON.stringify({ iss: ISSUER, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600, wallets: [W1] })).toString('base64url')
+          const forged = Buffer.from(JSON.stringify({ iss: ISSUER, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600, wallets: [W1] })).toString(
+            'base64url',
+          )
           return `${h}.${forged}.${s}`
         },
       ],

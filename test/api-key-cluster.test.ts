@@ -74,7 +74,9 @@ describe.runIf(testBackend === 'postgres')('key changes pushed between verifiers
       const admin = new pg.Client({ ...t.db.pool!.options })
       await admin.connect()
       try {
-        const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vaultgate-listen' AND datname = current_database()`)
+        const { rowCount } = await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vaultgate-listen' AND datname = current_database()`,
+        )
         expect(rowCount).toBeGreaterThanOrEqual(1)
       } finally {
         await admin.end()
@@ -117,7 +119,11 @@ describe.runIf(testBackend === 'postgres')('two gateway processes on one Postgre
 
   const session = async () => ({ authorization: `Bearer ${await signSession(signer, { wallets: [W] })}`, 'content-type': 'application/json' })
   const verify = async (gw: GatewayProcess, apiKey: string) => {
-    const res = await fetch(`${gw.url}/internal/v1/apiKey/verify`, { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}` }, body: JSON.stringify({ apiKey }) })
+    const res = await fetch(`${gw.url}/internal/v1/apiKey/verify`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL_TOKEN}` },
+      body: JSON.stringify({ apiKey }),
+    })
     return (await res.json()).data as { active: boolean; reason: string | null }
   }
 
@@ -139,7 +145,9 @@ describe.runIf(testBackend === 'postgres')('two gateway processes on one Postgre
       }),
     )
     expect(results.map((r) => r.status)).toEqual(Array(40).fill(200))
-    const verdicts = await Promise.all(results.map(async (r) => ({ id: r.body.data.id, a: await verify(a, r.body.data.apiKey), b: await verify(b, r.body.data.apiKey) })))
+    const verdicts = await Promise.all(
+      results.map(async (r) => ({ id: r.body.data.id, a: await verify(a, r.body.data.apiKey), b: await verify(b, r.body.data.apiKey) })),
+    )
     const activeOnA = verdicts.filter((v) => v.a.active).map((v) => v.id)
     const activeOnB = verdicts.filter((v) => v.b.active).map((v) => v.id)
     expect(activeOnA).toHaveLength(1)

@@ -52,7 +52,10 @@ describe('wallets in a session token', () => {
           { format: 'blockchain', chain: 'solana', address: 'So1' },
           { format: 'email', chain: 'eip155', address: B },
         ],
-        linked_accounts: JSON.stringify([{ type: 'wallet', chain_type: 'ethereum', address: B }, { type: 'wallet', chain_type: 'solana', address: A }]),
+        linked_accounts: JSON.stringify([
+          { type: 'wallet', chain_type: 'ethereum', address: B },
+          { type: 'wallet', chain_type: 'solana', address: A },
+        ]),
         wallets: [A, { address: B }, 'not-an-address', 7, null],
       }),
     ).toEqual([A, B])
@@ -81,7 +84,12 @@ describe('verdicts', () => {
     expect(judge(state, 1000).reason).toBe('expired')
     expect(judge({ ...state, allowlisted: false }, 0).reason).toBe('not_whitelisted')
     expect(judge({ ...state, allowlisted: false }, 1000).reason).toBe('expired')
-    for (const [why, reason] of [['user', 'revoked'], ['replaced', 'revoked'], ['expired', 'expired'], ['allowlist_removed', 'not_whitelisted']]) {
+    for (const [why, reason] of [
+      ['user', 'revoked'],
+      ['replaced', 'revoked'],
+      ['expired', 'expired'],
+      ['allowlist_removed', 'not_whitelisted'],
+    ]) {
       expect(judge({ ...state, revokedAtMs: 5, revokeReason: why! }, 0).reason).toBe(reason)
     }
   })

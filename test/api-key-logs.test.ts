@@ -15,10 +15,17 @@ describe(`logs around key management (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => {
-      lines.push(String(chunk))
-      done()
-    } })))
+    setLogger(
+      createLogger(
+        'trace',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            lines.push(String(chunk))
+            done()
+          },
+        }),
+      ),
+    )
     t = await createKeysTestApp({ clock: time.clock, allowlist: [W] })
   })
   afterAll(async () => {

@@ -32,7 +32,11 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
   it('answers an active key with its wallet, id and expiry, and no-store', async () => {
     const key = await created()
     const res = await t.verify(key.apiKey)
-    expect(res).toEqual({ status: 200, body: ok({ active: true, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null }), headers: expect.anything() })
+    expect(res).toEqual({
+      status: 200,
+      body: ok({ active: true, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null }),
+      headers: expect.anything(),
+    })
     expect(res.headers.get('cache-control')).toBe('no-store')
   })
 
@@ -52,16 +56,24 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
       const res = await t.request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body })
       return { status: res.status, body: await res.json() }
     }
-    expect((await post('{"apiKey":"x"}', `Bearer ${ADMIN_TOKEN}`)).body.error).toEqual({ code: 'unauthorized', message: 'A valid internal token is required (Authorization: Bearer <INTERNAL_TOKEN>).' })
+    expect((await post('{"apiKey":"x"}', `Bearer ${ADMIN_TOKEN}`)).body.error).toEqual({
+      code: 'unauthorized',
+      message: 'A valid internal token is required (Authorization: Bearer <INTERNAL_TOKEN>).',
+    })
     expect((await post('{"apiKey":"x"}', '')).status).toBe(401)
     expect((await post('{"apiKey":42}')).body.error).toEqual({ code: 'bad_request', message: 'apiKey must be a non-empty string.' })
     expect((await post('[]')).status).toBe(400)
     expect((await post('nope')).body.error).toEqual({ code: 'bad_request', message: 'The request body must be JSON: {"apiKey":"…"}.' })
-    expect((await post(JSON.stringify({ apiKey: 'x'.repeat(5000) }))).body.error).toEqual({ code: 'bad_request', message: 'The request body is larger than 4 KiB.' })
+    expect((await post(JSON.stringify({ apiKey: 'x'.repeat(5000) }))).body.error).toEqual({
+      code: 'bad_request',
+      message: 'The request body is larger than 4 KiB.',
+    })
 
     const off = createApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), db: t.db })
     try {
-      const res = await off.fetch(new Request('http://t/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}` }, body: '{"apiKey":"x"}' }))
+      const res = await off.fetch(
+        new Request('http://t/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}` }, body: '{"apiKey":"x"}' }),
+      )
       expect([res.status, (await res.json()).error.code]).toEqual([404, 'not_found'])
     } finally {
       await off.close()
@@ -111,8 +123,17 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     const key = await created(W2)
     expect((await t.verify(key.apiKey)).body.data.active).toBe(true)
     expect((await t.unlist(W2)).body).toEqual(ok({ address: W2, removed: true, revokedKeyId: key.id }))
-    expect((await t.verify(key.apiKey)).body.data).toEqual({ active: false, wallet: W2, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: 'not_whitelisted' })
-    expect(await t.db.prisma.keyEvent.findFirst({ where: { keyId: key.id, action: 'revoked' }, select: { reason: true, actor: true } })).toEqual({ reason: 'allowlist_removed', actor: 'admin' })
+    expect((await t.verify(key.apiKey)).body.data).toEqual({
+      active: false,
+      wallet: W2,
+      keyId: key.id,
+      expiresAtMs: key.expiresAtMs,
+      reason: 'not_whitelisted',
+    })
+    expect(await t.db.prisma.keyEvent.findFirst({ where: { keyId: key.id, action: 'revoked' }, select: { reason: true, actor: true } })).toEqual({
+      reason: 'allowlist_removed',
+      actor: 'admin',
+    })
     // Back on the allowlist, the wallet needs a new key: the old one stays revoked.
     await t.db.prisma.allowlistEntry.create({ data: { address: W2 } })
     expect((await t.verify(key.apiKey)).body.data.active).toBe(false)
@@ -127,7 +148,13 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
       time.advance(29_999)
       expect((await t.verify(key.apiKey)).body.data.active).toBe(true)
       time.advance(1)
-      expect((await t.verify(key.apiKey)).body.data).toEqual({ active: false, wallet: W2, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: 'not_whitelisted' })
+      expect((await t.verify(key.apiKey)).body.data).toEqual({
+        active: false,
+        wallet: W2,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        reason: 'not_whitelisted',
+      })
     } finally {
       await t.db.prisma.allowlistEntry.create({ data: { address: W2 } })
     }

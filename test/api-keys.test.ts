@@ -33,7 +33,14 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
     expect(created.headers.get('cache-control')).toBe('no-store')
     const { data } = created.body
     expect(created.body).toEqual(
-      ok({ id: expect.stringMatching(UUID), keyPrefix: 'vaultgate', createdAtMs: time.now(), expiresAtMs: time.now() + KEY_LIFETIME_MS, revokedAtMs: null, apiKey: expect.any(String) }),
+      ok({
+        id: expect.stringMatching(UUID),
+        keyPrefix: 'vaultgate',
+        createdAtMs: time.now(),
+        expiresAtMs: time.now() + KEY_LIFETIME_MS,
+        revokedAtMs: null,
+        apiKey: expect.any(String),
+      }),
     )
     expect(Object.keys(data)).toEqual(['id', 'keyPrefix', 'createdAtMs', 'expiresAtMs', 'revokedAtMs', 'apiKey'])
     expect(data.apiKey).toMatch(/^vaultgate_[1-9A-HJ-NP-Za-km-z]{44}$/)
@@ -155,9 +162,9 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
   it('keeps at most one unrevoked key per wallet in the database itself (partial unique index)', async () => {
     const { data } = (await t.create(W1)).body
     const row = await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: data.id } })
-    await expect(
-      t.db.prisma.apiKey.create({ data: { ...row, id: '00000000-0000-4000-8000-000000000001', digest: 'other' } }),
-    ).rejects.toMatchObject({ code: 'P2002' })
+    await expect(t.db.prisma.apiKey.create({ data: { ...row, id: '00000000-0000-4000-8000-000000000001', digest: 'other' } })).rejects.toMatchObject({
+      code: 'P2002',
+    })
   })
 })
 
@@ -171,10 +178,23 @@ describe(`API key operations over GraphQL (${testBackend})`, () => {
 
   it('creates, inspects and revokes with the same rules', async () => {
     const headers = await t.session([W1])
-    const created = await t.graphql('mutation ($p: String) { createApiKey(keyPrefix: $p) { id keyPrefix createdAtMs expiresAtMs revokedAtMs apiKey } }', { p: 'gql' }, headers)
+    const created = await t.graphql(
+      'mutation ($p: String) { createApiKey(keyPrefix: $p) { id keyPrefix createdAtMs expiresAtMs revokedAtMs apiKey } }',
+      { p: 'gql' },
+      headers,
+    )
     const key = created.body.data.createApiKey
     expect(created.body).toEqual({
-      data: { createApiKey: { id: expect.stringMatching(UUID), keyPrefix: 'gql', createdAtMs: time.now(), expiresAtMs: time.now() + KEY_LIFETIME_MS, revokedAtMs: null, apiKey: expect.stringMatching(/^gql_/) } },
+      data: {
+        createApiKey: {
+          id: expect.stringMatching(UUID),
+          keyPrefix: 'gql',
+          createdAtMs: time.now(),
+          expiresAtMs: time.now() + KEY_LIFETIME_MS,
+          revokedAtMs: null,
+          apiKey: expect.stringMatching(/^gql_/),
+        },
+      },
     })
     const { apiKey: _secret, ...record } = key
     expect((await t.graphql('{ apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs } }', {}, headers)).body).toEqual({ data: { apiKey: record } })

@@ -58,7 +58,11 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
     const ready = await fetch(`${gw.url}/readyz`)
     expect(await ready.json()).toMatchObject({ status: 'ok', data: { storage: 'embedded', migrations: 'applied' } })
-    const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
+    const res = await fetch(`${gw.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
+    })
     expect(await res.json()).toEqual({ data: { vault: null } })
   })
 
@@ -111,7 +115,11 @@ describe.runIf(testBackend === 'postgres')('a gateway process on PostgreSQL', ()
     const { url } = await emptyPostgres()
     const gw = await startGatewayProcess({ DATABASE_URL: url })
     try {
-      const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
+      const res = await fetch(`${gw.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
+      })
       expect(await res.json()).toEqual({ data: { vault: null } })
       expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ status: 'ok', data: { storage: 'postgres' } })
       const client = new pg.Client({ connectionString: url })

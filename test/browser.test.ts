@@ -25,15 +25,24 @@ const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium && process.env.CI) throw new Error(`Chromium is required in CI and was not found at ${CHROMIUM} (apt-get install -y chromium).`)
 if (!hasChromium) process.stderr.write(`browser.test.ts: skipped, no Chromium at ${CHROMIUM} (install it with: apt-get install -y chromium)\n`)
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
 const outDir = path.join(packageRoot, 'test-output', testBackend)
 
 /** The labels a Chart.js chart on `canvasId` shows: its data labels and its datasets' labels and sizes. */
 const chartOf = (page: Page, canvasId: string) =>
   page.evaluate((id) => {
-    const chart = (window as unknown as { Chart: { getChart(el: Element): { data: { labels: string[]; datasets: { label: string; data: number[] }[] } } | undefined } }).Chart.getChart(
-      document.getElementById(id)!,
-    )
+    const chart = (
+      window as unknown as { Chart: { getChart(el: Element): { data: { labels: string[]; datasets: { label: string; data: number[] }[] } } | undefined } }
+    ).Chart.getChart(document.getElementById(id)!)
     if (!chart) return null
     return { labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({ label: d.label, points: d.data.length })) }
   }, canvasId)
@@ -94,17 +103,24 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.waitForSelector('body[data-ready="true"]')
     expect(await page.locator('#error').isHidden()).toBe(true)
 
-    expect(await page.locator('#vaults tr[data-vault]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.vault))).toEqual(['alpha-usdc', 'beta-eth'])
+    expect(await page.locator('#vaults tr[data-vault]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.vault))).toEqual([
+      'alpha-usdc',
+      'beta-eth',
+    ])
     expect(await page.locator('#vaults tr.selected').getAttribute('data-vault')).toBe(fullVault.id)
     expect(await page.locator('#vault-name').textContent()).toBe('Alpha USDC')
     expect(await page.locator('#vault-meta').textContent()).toContain('1,250,000.5 USDC')
 
     // The charts show what the API answers for this vault (labels in the API's order).
-    const api = async (query: string) => (await (await fetch(`${base}/v1/vaults/${fullVault.id}/composition/series?${query}`)).json()) as { labels: string[]; points: unknown[] }
+    const api = async (query: string) =>
+      (await (await fetch(`${base}/v1/vaults/${fullVault.id}/composition/series?${query}`)).json()) as { labels: string[]; points: unknown[] }
     const series30d = await api('timeframe=30d&group_by=platform')
     expect(series30d.labels).toEqual(ALPHA_PLATFORMS)
     expect(await chartOf(page, 'composition-chart')).toEqual({ labels: ['Morpho', 'Aave', 'Spark'], datasets: [{ label: 'Share by platform', points: 3 }] })
-    expect(await chartOf(page, 'series-chart')).toEqual({ labels: expect.any(Array), datasets: ALPHA_PLATFORMS.map((label) => ({ label, points: series30d.points.length })) })
+    expect(await chartOf(page, 'series-chart')).toEqual({
+      labels: expect.any(Array),
+      datasets: ALPHA_PLATFORMS.map((label) => ({ label, points: series30d.points.length })),
+    })
     expect(series30d.points.length).toBe(120) // 30 days of 6-hour buckets, all after the first snapshot
     expect(await paintedPixels(page, 'composition-chart')).toBeGreaterThan(5000)
     expect(await paintedPixels(page, 'series-chart')).toBeGreaterThan(5000)
@@ -113,7 +129,12 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.fill('#wallet-address', WALLET.toUpperCase().replace('0X', '0x'))
     await page.click('#wallet-form button[type="submit"]')
     await page.waitForSelector('#transactions tr[data-tx]')
-    expect(await page.locator('#transactions tr[data-tx]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.tx))).toEqual(['tx-4', 'tx-3', 'tx-2', 'tx-1'])
+    expect(await page.locator('#transactions tr[data-tx]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.tx))).toEqual([
+      'tx-4',
+      'tx-3',
+      'tx-2',
+      'tx-1',
+    ])
     const position = await page.locator('#position').textContent()
     expect(position).toContain('1,190')
     expect(position).toContain('1,500')
@@ -156,7 +177,9 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.goto(`${base}/graphql`)
     const run = page.locator('.graphiql-execute-button')
     await run.waitFor()
-    const answer = page.waitForResponse((r) => r.url() === `${base}/graphql` && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('"operationName":"Vault"'))
+    const answer = page.waitForResponse(
+      (r) => r.url() === `${base}/graphql` && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('"operationName":"Vault"'),
+    )
     // The document holds several operations: the run button asks which one.
     await run.click()
     await page.getByRole('menuitem', { name: 'Vault', exact: true }).click()

@@ -14,7 +14,10 @@ const CLEAR = '\r\x1b[2K'
 function runInTerminal(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, '--import', 'tsx', path.join(packageRoot, 'src', 'main.ts'), ...args].map((a) => `'${a}'`).join(' ')
   return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qefc', command, '/dev/null'], { cwd: packageRoot, env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', TERM: 'dumb', ...env } })
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      cwd: packageRoot,
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', TERM: 'dumb', ...env },
+    })
     let output = ''
     child.stdout.on('data', (d) => (output += d))
     child.stderr.on('data', (d) => (output += d))
@@ -39,7 +42,13 @@ describe(`CLI progress (${testBackend})`, () => {
     const r = await runInTerminal(['import', file], { DATA_DIR: path.join(dir, 'tty') })
     expect(r.code).toBe(0)
     const output = r.output.replace(/\r\n/g, '\n')
-    for (const step of [`Reading ${file}…`, 'Validating the document…', 'Writing vaults 2/2 (100%)', 'Writing compositions 45/45 (100%)', 'Writing transactions 4/4 (100%)']) {
+    for (const step of [
+      `Reading ${file}…`,
+      'Validating the document…',
+      'Writing vaults 2/2 (100%)',
+      'Writing compositions 45/45 (100%)',
+      'Writing transactions 4/4 (100%)',
+    ]) {
       expect(output).toContain(`${CLEAR}${step}`)
     }
     expect(output.endsWith(`${CLEAR}${done}\n`)).toBe(true)

@@ -13,15 +13,32 @@ const ms = (iso: string) => Date.parse(iso)
 
 const vault = (id: string): ImportVault => vaultDoc(id, { symbol: 'vgUSD', tvl: '1000' })
 
-const usdc = (platform: string, pct: number, apy: number): ImportPosition => ({ platform, asset: 'USD Coin', symbol: 'USDC', pct, apy_est_pct: apy, icon: `https://icons.test/${platform.toLowerCase()}-usdc.svg` })
-const dai = (platform: string, pct: number, apy: number): ImportPosition => ({ platform, asset: 'Dai', symbol: 'DAI', pct, apy_est_pct: apy, icon: `https://icons.test/${platform.toLowerCase()}-dai.svg` })
+const usdc = (platform: string, pct: number, apy: number): ImportPosition => ({
+  platform,
+  asset: 'USD Coin',
+  symbol: 'USDC',
+  pct,
+  apy_est_pct: apy,
+  icon: `https://icons.test/${platform.toLowerCase()}-usdc.svg`,
+})
+const dai = (platform: string, pct: number, apy: number): ImportPosition => ({
+  platform,
+  asset: 'Dai',
+  symbol: 'DAI',
+  pct,
+  apy_est_pct: apy,
+  icon: `https://icons.test/${platform.toLowerCase()}-dai.svg`,
+})
 
 // Vault "mix": four snapshots up to now, with gaps of days between them, and one after now.
 const A = { as_of: '2026-11-11T12:00:00.000Z', positions: [usdc('Aave', 60, 4), usdc('Morpho', 40, 5)] }
 const B = { as_of: '2026-11-18T09:15:00.000Z', positions: [usdc('Aave', 50, 4), usdc('Morpho', 30, 5), dai('Compound', 20, 3)] }
 const C = { as_of: '2026-11-21T11:00:00.000Z', positions: [usdc('Aave', 45, 4), usdc('Morpho', 25, 5), dai('Spark', 30, 7)] } // on a bucket boundary
 const D = { as_of: '2026-11-21T12:30:00.000Z', positions: [usdc('Aave', 25, 4), dai('Aave', 10, 6), dai('Spark', 35, 7), usdc('Morpho', 30, 5)] } // exactly now
-const FUTURE = { as_of: '2026-11-21T13:00:00.000Z', positions: [{ platform: 'Lido', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 3, icon: 'https://icons.test/lido-eth.svg' }] }
+const FUTURE = {
+  as_of: '2026-11-21T13:00:00.000Z',
+  positions: [{ platform: 'Lido', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 3, icon: 'https://icons.test/lido-eth.svg' }],
+}
 
 /** `n` consecutive points from `from`, `step` apart, all with the same weights. */
 const run = (from: string, n: number, step: number, weights: number[]) =>
@@ -89,7 +106,14 @@ describe(`composition (${testBackend})`, () => {
       expect(body).toEqual({
         data: {
           vault: {
-            composition: { asOf: '2026-11-21T12:30:00.000Z', positions: [{ platform: 'Aave', pct: 35 }, { platform: 'Spark', pct: 35 }, { platform: 'Morpho', pct: 30 }] },
+            composition: {
+              asOf: '2026-11-21T12:30:00.000Z',
+              positions: [
+                { platform: 'Aave', pct: 35 },
+                { platform: 'Spark', pct: 35 },
+                { platform: 'Morpho', pct: 30 },
+              ],
+            },
             byAsset: {
               positions: [
                 { asset: 'USD Coin', platform: 'mixed', symbol: 'USDC', pct: 55, apyEstPct: 4.545455, icon: 'https://icons.test/morpho-usdc.svg' },
@@ -107,7 +131,10 @@ describe(`composition (${testBackend})`, () => {
 
     it('answers 404 not_found for a vault without a snapshot yet (or only later ones), and null over GraphQL', async () => {
       for (const id of ['empty', 'later']) {
-        expect(await get(`/v1/vaults/${id}/composition`)).toEqual({ status: 404, body: errorBody('not_found', `Vault "${id}" has no composition snapshot yet.`) })
+        expect(await get(`/v1/vaults/${id}/composition`)).toEqual({
+          status: 404,
+          body: errorBody('not_found', `Vault "${id}" has no composition snapshot yet.`),
+        })
         expect((await t.graphql(`{ vault(id: "${id}") { id composition { asOf } } }`)).body).toEqual({ data: { vault: { id, composition: null } } })
       }
     })
@@ -167,7 +194,11 @@ describe(`composition (${testBackend})`, () => {
           group_by: 'asset',
           timeframe: '1y',
           labels: ['USD Coin', 'Dai'],
-          points: [...run('2026-11-11T00:00:00.000Z', 7, DAY, [100, 0]), ...run('2026-11-18T00:00:00.000Z', 3, DAY, [80, 20]), ...run('2026-11-21T00:00:00.000Z', 1, DAY, [55, 45])],
+          points: [
+            ...run('2026-11-11T00:00:00.000Z', 7, DAY, [100, 0]),
+            ...run('2026-11-18T00:00:00.000Z', 3, DAY, [80, 20]),
+            ...run('2026-11-21T00:00:00.000Z', 1, DAY, [55, 45]),
+          ],
         },
       })
     })
@@ -209,7 +240,9 @@ describe(`composition (${testBackend})`, () => {
     })
 
     it('answers over GraphQL with the timeframe as an enum', async () => {
-      const { body } = await t.graphql(`{ vault(id: "mix") { compositionSeries(timeframe: ALL, groupBy: asset) { groupBy timeframe labels points { t weightsPct } } } }`)
+      const { body } = await t.graphql(
+        `{ vault(id: "mix") { compositionSeries(timeframe: ALL, groupBy: asset) { groupBy timeframe labels points { t weightsPct } } } }`,
+      )
       expect(body).toEqual({
         data: {
           vault: {

@@ -39,7 +39,10 @@ describe('groupAllocations', () => {
   it('keeps a common value when every member agrees', () => {
     const positions = groupAllocations([alloc('Aave', 'USD Coin', 10, 4, 'USDC'), alloc('Morpho', 'USD Coin', 10, 4, 'USDC')], 'asset')
     expect(positions).toEqual([{ platform: 'mixed', asset: 'USD Coin', symbol: 'USDC', pct: 20, apyEstPct: 4, icon: 'https://icons.test/aave-usdc.svg' }])
-    expect(groupAllocations([alloc('Aave', 'USD Coin', 10, 4, 'USDC'), alloc('Aave', 'USD Coin v2', 5, 4, 'USDC')], 'platform')[0]).toMatchObject({ asset: 'mixed', symbol: 'USDC' })
+    expect(groupAllocations([alloc('Aave', 'USD Coin', 10, 4, 'USDC'), alloc('Aave', 'USD Coin v2', 5, 4, 'USDC')], 'platform')[0]).toMatchObject({
+      asset: 'mixed',
+      symbol: 'USDC',
+    })
   })
 
   it('orders by pct desc, then by name in code-point order', () => {

@@ -91,8 +91,12 @@ describe('demo dataset', () => {
     expect(hints.vaultIds).toEqual(doc.vaults.map((v) => v.id))
     expect(hints.wallets.length).toBeGreaterThanOrEqual(2)
     const [pending, position] = hints.wallets
-    expect(doc.transactions.some((t) => t.address === pending!.address && t.vault_id === pending!.vaultId && t.type === 'redeem' && t.status === 'pending')).toBe(true)
-    expect(doc.transactions.some((t) => t.address === position!.address && t.vault_id === position!.vaultId && t.type === 'deposit' && t.status === 'completed')).toBe(true)
+    expect(
+      doc.transactions.some((t) => t.address === pending!.address && t.vault_id === pending!.vaultId && t.type === 'redeem' && t.status === 'pending'),
+    ).toBe(true)
+    expect(
+      doc.transactions.some((t) => t.address === position!.address && t.vault_id === position!.vaultId && t.type === 'deposit' && t.status === 'completed'),
+    ).toBe(true)
   })
 })
 

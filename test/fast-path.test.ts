@@ -109,7 +109,11 @@ describe(`fast path (${testBackend})`, () => {
   it('answers a key verification as the route does', async () => {
     const key = (await t.create(W1)).body.data as { apiKey: string }
     const verify = (apiKey: string) =>
-      request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) })
+      request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey }),
+      })
     for (const apiKey of [key.apiKey, 'vaultgate_nope']) {
       const { fast, routes } = await both(() => verify(apiKey))
       expect(fast).toEqual(routes)
@@ -117,7 +121,13 @@ describe(`fast path (${testBackend})`, () => {
       expect(fast.headers['cache-control']).toBe('no-store')
     }
     // Errors are answered the same way as the routes answer them.
-    const bad = await both(() => request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' }, body: '{"apiKey":42}' }))
+    const bad = await both(() =>
+      request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: '{"apiKey":42}',
+      }),
+    )
     expect(bad.fast).toEqual(bad.routes)
     expect(JSON.parse(bad.fast.body).error).toEqual({ code: 'bad_request', message: 'apiKey must be a non-empty string.' })
   })
@@ -128,7 +138,9 @@ describe(`fast path (${testBackend})`, () => {
     const probe = new Hono<AppEnv>()
     probe.use('*', requestStart(earlyAnswers({ config: t.config, cache: t.app.responseCache, limits: t.app.limits, verifier: t.app.verifier })))
     probe.all('*', async (c) => {
-      handedOn.push(`${c.req.method} ${c.req.path} ${c.req.method === 'POST' ? await routesOnly.fetch(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: await c.req.text() })).then((res) => res.status) : ''}`.trim())
+      handedOn.push(
+        `${c.req.method} ${c.req.path} ${c.req.method === 'POST' ? await routesOnly.fetch(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: await c.req.text() })).then((res) => res.status) : ''}`.trim(),
+      )
       return new Response(null, { status: 599 })
     })
     const fast = (r: Request) => probe.fetch(r)
@@ -141,10 +153,16 @@ describe(`fast path (${testBackend})`, () => {
     expect((await fast(request('/v1/vaults/nope'))).status).toBe(599)
     expect((await fast(request('/healthz'))).status).toBe(599)
     expect((await fast(request('/v1/apiKey'))).status).toBe(599)
-    const other = request('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ vaults(first: 1) { edges { node { id } } } }' }) })
+    const other = request('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ vaults(first: 1) { edges { node { id } } } }' }),
+    })
     expect((await fast(other)).status).toBe(599)
     // A verification without the internal token is handed on too (its body unread here).
-    expect((await fast(request('/internal/v1/apiKey/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }))).status).toBe(599)
+    expect((await fast(request('/internal/v1/apiKey/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }))).status).toBe(
+      599,
+    )
     expect(handedOn).toEqual(['GET /v1/vaults/nope', 'GET /healthz', 'GET /v1/apiKey', 'POST /graphql 200', 'POST /internal/v1/apiKey/verify 401'])
   })
 })
@@ -160,7 +178,11 @@ describe(`fast path rate limits (${testBackend})`, () => {
       expect(statuses).toEqual([200, 200, 200, 429])
       const limited = await t.app.fetch(request('/v1/vaults/fast-limit'))
       expect(limited.headers.get('retry-after')).toMatch(/^\d+$/)
-      expect(await limited.json()).toEqual({ status: 'error', error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) }, server_time_ms: expect.any(Number) })
+      expect(await limited.json()).toEqual({
+        status: 'error',
+        error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) },
+        server_time_ms: expect.any(Number),
+      })
     } finally {
       await t.close()
     }

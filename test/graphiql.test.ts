@@ -43,7 +43,9 @@ describe(`GraphiQL examples (${testBackend})`, () => {
 
   it('cover every query and mutation, and every field of User', () => {
     const used = new Set(exampleOperations(ids).flatMap((e) => parse(e.query).definitions.flatMap((d) => selectedFields(schema, d as OperationDefinitionNode))))
-    const roots = [schema.getQueryType(), schema.getMutationType()].flatMap((type) => (type ? Object.keys(type.getFields()).map((f) => `${type.name}.${f}`) : []))
+    const roots = [schema.getQueryType(), schema.getMutationType()].flatMap((type) =>
+      type ? Object.keys(type.getFields()).map((f) => `${type.name}.${f}`) : [],
+    )
     const user = schema.getType('User')
     const userFields = isObjectType(user) ? Object.keys(user.getFields()).map((f) => `User.${f}`) : []
     expect([...roots, ...userFields].filter((f) => !used.has(f))).toEqual([])
@@ -78,7 +80,12 @@ describe(`GraphiQL examples (${testBackend})`, () => {
     const wallet = exampleOperations(ids).find((e) => e.query.includes('query Wallet'))!
     const { body } = await t.graphql(wallet.query)
     expect(body.data.user.transactions.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(['tx-4', 'tx-3', 'tx-2', 'tx-1'])
-    expect(body.data.user.position).toMatchObject({ vaultId: fullVault.id, shareBalance: '1190', totalDeposits: '1500', firstDepositAt: '2026-11-16T12:30:00.000Z' })
+    expect(body.data.user.position).toMatchObject({
+      vaultId: fullVault.id,
+      shareBalance: '1190',
+      totalDeposits: '1500',
+      firstDepositAt: '2026-11-16T12:30:00.000Z',
+    })
   })
 
   it('open in the bundled GraphiQL as one document, with nothing loaded from elsewhere', async () => {

@@ -10,7 +10,14 @@ const badRequest = (message: string) => ({ errors: [{ message, extensions: { cod
 describe(`GraphQL limits (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
-    t = await createTestApp({ GRAPHQL_MAX_DEPTH: '4', GRAPHQL_MAX_ALIASES: '3', GRAPHQL_MAX_COST: '300', GRAPHQL_MAX_TOKENS: '300', GRAPHQL_MAX_DIRECTIVES: '2', REQUEST_BODY_LIMIT_BYTES: '4096' })
+    t = await createTestApp({
+      GRAPHQL_MAX_DEPTH: '4',
+      GRAPHQL_MAX_ALIASES: '3',
+      GRAPHQL_MAX_COST: '300',
+      GRAPHQL_MAX_TOKENS: '300',
+      GRAPHQL_MAX_DIRECTIVES: '2',
+      REQUEST_BODY_LIMIT_BYTES: '4096',
+    })
     await insertVault('v1')
   })
   afterAll(() => t.close())
@@ -50,7 +57,9 @@ describe(`GraphQL limits (${testBackend})`, () => {
     expect(cheap.status).toBe(200)
     const res = await post({ query: '{ vaults(first: 200) { edges { node { id } } } }' })
     expect(res.status).toBe(400)
-    expect(res.body.errors).toEqual([{ message: expect.stringMatching(/^Query Cost limit of 300 exceeded, found \d+\.$/), extensions: { code: 'bad_request' } }])
+    expect(res.body.errors).toEqual([
+      { message: expect.stringMatching(/^Query Cost limit of 300 exceeded, found \d+\.$/), extensions: { code: 'bad_request' } },
+    ])
   })
 
   it('refuses documents with more tokens than GRAPHQL_MAX_TOKENS before validating them', async () => {
@@ -66,11 +75,24 @@ describe(`GraphQL limits (${testBackend})`, () => {
 
   it('hides field and enum suggestions in validation and variable errors', async () => {
     const field = await post({ query: '{ vault(id: "v1") { nme } }' })
-    expect(field.body.errors).toEqual([{ message: 'Cannot query field "nme" on type "Vault".', locations: [{ line: 1, column: 21 }], extensions: { code: 'bad_request' } }])
-    const variable = await post({ query: 'query ($t: CompositionTimeframe) { vault(id: "v1") { compositionSeries(timeframe: $t) { labels } } }', variables: { t: 'P7' } })
+    expect(field.body.errors).toEqual([
+      { message: 'Cannot query field "nme" on type "Vault".', locations: [{ line: 1, column: 21 }], extensions: { code: 'bad_request' } },
+    ])
+    const variable = await post({
+      query: 'query ($t: CompositionTimeframe) { vault(id: "v1") { compositionSeries(timeframe: $t) { labels } } }',
+      variables: { t: 'P7' },
+    })
     expect(variable).toEqual({
       status: 400,
-      body: { errors: [{ message: 'Variable "$t" got invalid value "P7"; Value "P7" does not exist in "CompositionTimeframe" enum.', locations: [{ line: 1, column: 8 }], extensions: { code: 'bad_request' } }] },
+      body: {
+        errors: [
+          {
+            message: 'Variable "$t" got invalid value "P7"; Value "P7" does not exist in "CompositionTimeframe" enum.',
+            locations: [{ line: 1, column: 8 }],
+            extensions: { code: 'bad_request' },
+          },
+        ],
+      },
     })
   })
 
@@ -92,7 +114,11 @@ describe(`GraphQL limits (${testBackend})`, () => {
     expect(res.status).toBe(400)
     const rest = await t.request('/v1/vaults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(big) })
     expect(rest.status).toBe(400)
-    expect(await rest.json()).toEqual({ status: 'error', error: { code: 'bad_request', message: 'The request body is larger than 4096 bytes.' }, server_time_ms: expect.any(Number) })
+    expect(await rest.json()).toEqual({
+      status: 'error',
+      error: { code: 'bad_request', message: 'The request body is larger than 4096 bytes.' },
+      server_time_ms: expect.any(Number),
+    })
   })
 
   it('refuses GET and form-encoded operations without a CSRF header, and runs them with one', async () => {
@@ -110,7 +136,13 @@ describe(`GraphQL limits (${testBackend})`, () => {
   })
 
   it("lets GraphiQL's own introspection query through in development, exempt from depth and cost", async () => {
-    const query = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true })
+    const query = getIntrospectionQuery({
+      descriptions: true,
+      specifiedByUrl: true,
+      directiveIsRepeatable: true,
+      schemaDescription: true,
+      inputValueDeprecation: true,
+    })
     const res = await post({ query }, { 'content-type': 'application/json' })
     expect(res.status).toBe(200)
     expect(res.body.errors).toBeUndefined()
@@ -120,7 +152,10 @@ describe(`GraphQL limits (${testBackend})`, () => {
   it('still refuses recursive introspection, which the depth and cost limits let through', async () => {
     // types > fields > type > fields > …: exponential in the nesting; graphql-js caps it at 3 levels.
     const res = await post({ query: '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }' })
-    expect(res).toEqual({ status: 400, body: { errors: [{ message: 'Maximum introspection depth exceeded', locations: expect.any(Array), extensions: { code: 'bad_request' } }] } })
+    expect(res).toEqual({
+      status: 400,
+      body: { errors: [{ message: 'Maximum introspection depth exceeded', locations: expect.any(Array), extensions: { code: 'bad_request' } }] },
+    })
   })
 })
 
@@ -142,12 +177,25 @@ describe(`production mode (${testBackend})`, () => {
   it('turns introspection and GraphiQL off', async () => {
     expect(await introspect(prod)).toEqual({
       status: 400,
-      body: { errors: [{ message: 'GraphQL introspection is disabled on this server; the query asks for "__schema".', locations: [{ line: 1, column: 3 }], extensions: { code: 'bad_request' } }] },
+      body: {
+        errors: [
+          {
+            message: 'GraphQL introspection is disabled on this server; the query asks for "__schema".',
+            locations: [{ line: 1, column: 3 }],
+            extensions: { code: 'bad_request' },
+          },
+        ],
+      },
     })
     const page = await graphiql(prod)
     expect(page.status).toBe(406)
     expect(await page.json()).toEqual({
-      errors: [{ message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).', extensions: { code: 'bad_request' } }],
+      errors: [
+        {
+          message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+          extensions: { code: 'bad_request' },
+        },
+      ],
     })
     // __typename stays available: clients use it for caching and unions.
     expect((await prod.graphql('{ __typename }')).body).toEqual({ data: { __typename: 'Query' } })

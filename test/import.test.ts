@@ -52,7 +52,14 @@ const minimalVault = {
   api_endpoint: 'https://x.example/api/weth-lite',
 }
 
-const position = (platform: string, asset: string, pct: number, apy = 4.25) => ({ platform, asset, symbol: asset, pct, apy_est_pct: apy, icon: `https://x.example/${platform}.svg` })
+const position = (platform: string, asset: string, pct: number, apy = 4.25) => ({
+  platform,
+  asset,
+  symbol: asset,
+  pct,
+  apy_est_pct: apy,
+  icon: `https://x.example/${platform}.svg`,
+})
 
 const tx = (id: string, fields: Record<string, unknown> = {}) => ({
   id,
@@ -167,7 +174,13 @@ describe(`import (${testBackend})`, () => {
 
     const txs = await db.prisma.transaction.findMany({ orderBy: { id: 'asc' } })
     expect(
-      txs.map((t) => ({ ...t, amount: t.amount.toFixed(), shares: t.shares.toFixed(), timestamp: t.timestamp.toISOString(), completedAt: t.completedAt?.toISOString() ?? null })),
+      txs.map((t) => ({
+        ...t,
+        amount: t.amount.toFixed(),
+        shares: t.shares.toFixed(),
+        timestamp: t.timestamp.toISOString(),
+        completedAt: t.completedAt?.toISOString() ?? null,
+      })),
     ).toEqual([
       {
         id: 't1',
@@ -233,7 +246,14 @@ describe(`import (${testBackend})`, () => {
     const doc = document()
     doc.vaults[0] = { ...fullVault, name: 'Main USDC v2', tvl: '13000000', status: 'closed', description: null }
     doc.compositions[0]!.positions = [position('compound', 'USDC', 70), position('euler', 'USDC', 30)]
-    doc.transactions[1] = tx('t2', { type: 'redeem', status: 'completed', amount: '7.25', shares: '5', timestamp: '2026-11-21T11:59:59.999Z', completed_at: '2026-11-22T08:00:00Z' })
+    doc.transactions[1] = tx('t2', {
+      type: 'redeem',
+      status: 'completed',
+      amount: '7.25',
+      shares: '5',
+      timestamp: '2026-11-21T11:59:59.999Z',
+      completed_at: '2026-11-22T08:00:00Z',
+    })
 
     expect(await importDocument(doc)).toEqual({ vaults: 2, compositions: 2, transactions: 3 })
     expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, transactions: 3 })
@@ -245,7 +265,10 @@ describe(`import (${testBackend})`, () => {
     const t2 = await db.prisma.transaction.findUniqueOrThrow({ where: { id: 't2' } })
     expect([t2.status, t2.amount.toFixed(), t2.completedAt?.toISOString()]).toEqual(['completed', '7.25', '2026-11-22T08:00:00.000Z'])
 
-    const after = await db.prisma.compositionSnapshot.findUniqueOrThrow({ where: { id: before.id }, include: { allocations: { orderBy: { platform: 'asc' } } } })
+    const after = await db.prisma.compositionSnapshot.findUniqueOrThrow({
+      where: { id: before.id },
+      include: { allocations: { orderBy: { platform: 'asc' } } },
+    })
     expect(after.allocations.map((a) => [a.platform, a.pct])).toEqual([
       ['compound', 70],
       ['euler', 30],
@@ -274,7 +297,11 @@ describe(`import (${testBackend})`, () => {
     ['an unknown top-level key', { vaults: [], transaction: [] }, 'transaction: is not a known field'],
     ['an unknown key that is not an identifier', { transactions: [{ ...tx('x1'), 'tx hash': '0x' }] }, 'transactions[0]["tx hash"]: is not a known field'],
     ['a list that is not an array', { vaults: {} }, 'vaults: must be an array'],
-    ['an exponent amount', { transactions: [tx('x1'), tx('x2', { amount: '1e5' })] }, 'transactions[1].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)'],
+    [
+      'an exponent amount',
+      { transactions: [tx('x1'), tx('x2', { amount: '1e5' })] },
+      'transactions[1].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)',
+    ],
     ['an amount as a JSON number', { transactions: [tx('x1', { amount: 100 })] }, 'transactions[0].amount: must be a decimal string such as "1.5"'],
     ['19 fractional digits', { transactions: [tx('x1', { shares: '0.1234567890123456789' })] }, 'transactions[0].shares: has more than 18 fractional digits'],
     ['61 integer digits', { vaults: [{ ...fullVault, tvl: `1${HUGE}` }] }, 'vaults[0].tvl: has more than 60 integer digits'],
@@ -282,20 +309,41 @@ describe(`import (${testBackend})`, () => {
     ['a bad address', { transactions: [tx('x1', { address: '0x1234' })] }, 'transactions[0].address: must be an EVM address (0x followed by 40 hex digits)'],
     ['a wrong vault status', { vaults: [{ ...fullVault, status: 'frozen' }] }, 'vaults[0].status: must be one of "active", "paused", "closed"'],
     ['a wrong transaction type', { transactions: [tx('x1', { type: 'Deposit' })] }, 'transactions[0].type: must be one of "deposit", "withdraw", "redeem"'],
-    ['an impossible date', { transactions: [tx('x1', { timestamp: '2026-02-29T00:00:00Z' })] }, 'transactions[0].timestamp: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"'],
-    ['a timestamp without a zone', { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00', positions: [] }] }, 'compositions[0].as_of: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"'],
+    [
+      'an impossible date',
+      { transactions: [tx('x1', { timestamp: '2026-02-29T00:00:00Z' })] },
+      'transactions[0].timestamp: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"',
+    ],
+    [
+      'a timestamp without a zone',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00', positions: [] }] },
+      'compositions[0].as_of: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"',
+    ],
     ['a bad inception date', { vaults: [{ ...fullVault, inception_date: '2025-13-01' }] }, 'vaults[0].inception_date: must be a date in the form YYYY-MM-DD'],
     ['a missing field', { vaults: [{ ...fullVault, name: undefined }] }, 'vaults[0].name: is required'],
     ['an unknown nested field', { vaults: [{ ...fullVault, icons: { dark: null, color: 'red' } }] }, 'vaults[0].icons.color: is not a known field'],
     ['bps beyond int32', { vaults: [{ ...fullVault, perf_fee_bps: 2_147_483_648 }] }, 'vaults[0].perf_fee_bps: must be an integer from 0 to 2147483647'],
     ['a fractional bps', { vaults: [{ ...fullVault, mgmt_fee_bps: 1.5 }] }, 'vaults[0].mgmt_fee_bps: must be an integer from 0 to 2147483647'],
-    ['pct above 100', { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 100.5)] }] }, 'compositions[0].positions[0].pct: must be a number from 0 to 100'],
-    ['pct as a string', { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [{ ...position('aave', 'USDC', 1), pct: '1' }] }] }, 'compositions[0].positions[0].pct: must be a number from 0 to 100'],
+    [
+      'pct above 100',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 100.5)] }] },
+      'compositions[0].positions[0].pct: must be a number from 0 to 100',
+    ],
+    [
+      'pct as a string',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [{ ...position('aave', 'USDC', 1), pct: '1' }] }] },
+      'compositions[0].positions[0].pct: must be a number from 0 to 100',
+    ],
     ['a duplicate transaction id', { transactions: [tx('x1'), tx('x2'), tx('x1')] }, 'transactions[2].id: duplicate id "x1" (first at transactions[0])'],
     ['a duplicate vault id', { vaults: [fullVault, { ...minimalVault, id: 'usdc-main' }] }, 'vaults[1].id: duplicate id "usdc-main" (first at vaults[0])'],
     [
       'a duplicate snapshot (same instant, different notation)',
-      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [] }, { vault_id: 'usdc-main', as_of: '2026-11-21T14:00:00.000+02:00', positions: [] }] },
+      {
+        compositions: [
+          { vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [] },
+          { vault_id: 'usdc-main', as_of: '2026-11-21T14:00:00.000+02:00', positions: [] },
+        ],
+      },
       'compositions[1].as_of: duplicate snapshot of vault "usdc-main" at 2026-11-21T12:00:00.000Z (first at compositions[0])',
     ],
     [
@@ -303,12 +351,32 @@ describe(`import (${testBackend})`, () => {
       { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 50), position('aave', 'USDC', 50)] }] },
       'compositions[0].positions[1]: duplicate platform and asset "aave"/"USDC" (first at positions[0])',
     ],
-    ['completion before submission', { transactions: [tx('x1', { completed_at: '2026-11-20T09:59:59.999Z' })] }, 'transactions[0].completed_at: must not be earlier than timestamp'],
-    ['a completion time on a pending transaction', { transactions: [tx('x1', { status: 'pending' })] }, 'transactions[0].completed_at: must be null while status is "pending"'],
+    [
+      'completion before submission',
+      { transactions: [tx('x1', { completed_at: '2026-11-20T09:59:59.999Z' })] },
+      'transactions[0].completed_at: must not be earlier than timestamp',
+    ],
+    [
+      'a completion time on a pending transaction',
+      { transactions: [tx('x1', { status: 'pending' })] },
+      'transactions[0].completed_at: must be null while status is "pending"',
+    ],
     ['a NUL character', { vaults: [{ ...fullVault, name: 'a\u0000b' }] }, 'vaults[0].name: must not contain NUL characters'],
-    ['an id with a slash', { transactions: [tx('a/b')] }, 'transactions[0].id: must be 1-128 characters: letters, digits, ".", "_", ":" or "-", starting with a letter or digit'],
-    ['a vault in neither the document nor the database', { vaults: [newVault], transactions: [...manyValid, tx('x1', { vault_id: 'nope' })] }, 'transactions[1500].vault_id: unknown vault "nope"'],
-    ['an invalid row after 1500 valid ones', { vaults: [newVault], transactions: [...manyValid, tx('x1', { amount: '1.' })] }, 'transactions[1500].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)'],
+    [
+      'an id with a slash',
+      { transactions: [tx('a/b')] },
+      'transactions[0].id: must be 1-128 characters: letters, digits, ".", "_", ":" or "-", starting with a letter or digit',
+    ],
+    [
+      'a vault in neither the document nor the database',
+      { vaults: [newVault], transactions: [...manyValid, tx('x1', { vault_id: 'nope' })] },
+      'transactions[1500].vault_id: unknown vault "nope"',
+    ],
+    [
+      'an invalid row after 1500 valid ones',
+      { vaults: [newVault], transactions: [...manyValid, tx('x1', { amount: '1.' })] },
+      'transactions[1500].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)',
+    ],
     [
       'many problems at once',
       { transactions: Array.from({ length: 7 }, (_, i) => tx(`m${i}`, { amount: 'x' })) },

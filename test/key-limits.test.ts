@@ -5,12 +5,19 @@ import { createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from './support/k
 const A = '0xa000000000000000000000000000000000000001'
 const B = '0xb000000000000000000000000000000000000002'
 
-const limitedBody = (what: string) => ({ status: 'error', error: { code: 'rate_limited', message: expect.stringMatching(new RegExp(`^Too many requests ${what}; retry in \\d+ s\\.$`)) }, server_time_ms: expect.any(Number) })
+const limitedBody = (what: string) => ({
+  status: 'error',
+  error: { code: 'rate_limited', message: expect.stringMatching(new RegExp(`^Too many requests ${what}; retry in \\d+ s\\.$`)) },
+  server_time_ms: expect.any(Number),
+})
 
 describe(`key management limits (${testBackend})`, () => {
   let t: KeysTestApp
   beforeAll(async () => {
-    t = await createKeysTestApp({ allowlist: [A, B], env: { RATE_LIMIT_KEYS_PER_MINUTE: '3', RATE_LIMIT_VERIFY_PER_MINUTE: '2', CORS_KEY_ORIGINS: 'https://dash.example' } })
+    t = await createKeysTestApp({
+      allowlist: [A, B],
+      env: { RATE_LIMIT_KEYS_PER_MINUTE: '3', RATE_LIMIT_VERIFY_PER_MINUTE: '2', CORS_KEY_ORIGINS: 'https://dash.example' },
+    })
   })
   afterAll(() => t.close())
 
@@ -32,7 +39,17 @@ describe(`key management limits (${testBackend})`, () => {
     // B used 1 of 3: a document asking for three keys gets two of them (mutations run in order).
     const res = await t.graphql('mutation { a: createApiKey { id } b: createApiKey { id } c: createApiKey { id } }', {}, headers)
     expect(res.status).toBe(429)
-    expect(res.body).toEqual({ data: null, errors: [{ message: expect.stringMatching(/^Too many requests for this wallet/), locations: expect.any(Array), path: ['c'], extensions: { code: 'rate_limited' } }] })
+    expect(res.body).toEqual({
+      data: null,
+      errors: [
+        {
+          message: expect.stringMatching(/^Too many requests for this wallet/),
+          locations: expect.any(Array),
+          path: ['c'],
+          extensions: { code: 'rate_limited' },
+        },
+      ],
+    })
     expect(await t.db.prisma.apiKey.count({ where: { wallet: B } })).toBe(3)
     expect(await t.db.prisma.apiKey.count({ where: { wallet: B, revokedAt: null } })).toBe(1)
   })
@@ -53,9 +70,17 @@ describe(`key management limits (${testBackend})`, () => {
     const wallet = '0xd000000000000000000000000000000000000004'
     await t.db.prisma.allowlistEntry.create({ data: { address: wallet } })
     const headers = await t.session([wallet])
-    const refused = { status: 'error', error: { code: 'unauthorized', message: 'Key management is not allowed from the web origin "https://evil.example".' }, server_time_ms: expect.any(Number) }
+    const refused = {
+      status: 'error',
+      error: { code: 'unauthorized', message: 'Key management is not allowed from the web origin "https://evil.example".' },
+      server_time_ms: expect.any(Number),
+    }
 
-    const rest = await t.request('/v1/apiKey', { method: 'POST', headers: { ...headers, origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}' })
+    const rest = await t.request('/v1/apiKey', {
+      method: 'POST',
+      headers: { ...headers, origin: 'https://evil.example', 'content-type': 'application/json' },
+      body: '{}',
+    })
     expect(rest.status).toBe(401)
     expect(await rest.json()).toEqual(refused)
     const gql = await t.graphql('mutation { createApiKey { id } }', {}, { ...headers, origin: 'https://evil.example' })

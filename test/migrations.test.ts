@@ -59,7 +59,12 @@ describe(`migrations (${testBackend})`, () => {
     const local = await readLocalMigrations()
     const applied = local.map((m) => ({ migration_name: m.name, checksum: m.checksum }))
     expect(isUpToDate(local, applied)).toBe(true)
-    expect(isUpToDate(local, applied.map((a) => ({ ...a, checksum: 'x' })))).toBe(false)
+    expect(
+      isUpToDate(
+        local,
+        applied.map((a) => ({ ...a, checksum: 'x' })),
+      ),
+    ).toBe(false)
     expect(isUpToDate(local, [])).toBe(false)
   })
 })

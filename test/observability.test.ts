@@ -30,7 +30,7 @@ describe(`metrics and request logs (${testBackend})`, () => {
     await t.close()
   })
 
-  const scrape = async () => (await (await t.request('/metrics')).text())
+  const scrape = async () => await (await t.request('/metrics')).text()
 
   it('counts requests by route pattern and status, and operations by name', async () => {
     const before = await scrape()

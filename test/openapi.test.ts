@@ -33,7 +33,10 @@ function operationFor(doc: Doc, method: string, url: string): Operation {
 }
 
 const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-const admin = (init: RequestInit, token = ADMIN_TOKEN): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } })
+const admin = (init: RequestInit, token = ADMIN_TOKEN): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
+})
 
 describe(`OpenAPI document (${testBackend})`, () => {
   let t: KeysTestApp

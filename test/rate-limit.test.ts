@@ -19,7 +19,11 @@ const freshIp = () => `10.${[...randomBytes(3)].join('.')}`
 const limited = (seconds: RegExp = /^\d+$/) => ({
   status: 429,
   retryAfter: expect.stringMatching(seconds),
-  body: { status: 'error', error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) }, server_time_ms: expect.any(Number) },
+  body: {
+    status: 'error',
+    error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) },
+    server_time_ms: expect.any(Number),
+  },
 })
 
 async function answer(res: Response) {
@@ -42,10 +46,16 @@ describe(`rate limits per client IP (${testBackend})`, () => {
     for (let i = 0; i < 3; i++) statuses.push((await get('/v1/vaults/v1', ip)).status)
     expect(statuses).toEqual([200, 200, 200])
     expect(await answer(await get('/v1/vaults/v1', ip))).toEqual(limited())
-    const gql = await t.request('/graphql', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: '{"query":"{ __typename }"}' })
+    const gql = await t.request('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: '{"query":"{ __typename }"}',
+    })
     expect(gql.status).toBe(429)
     expect(Number(gql.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
-    expect(await gql.json()).toEqual({ errors: [{ message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/), extensions: { code: 'rate_limited' } }] })
+    expect(await gql.json()).toEqual({
+      errors: [{ message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/), extensions: { code: 'rate_limited' } }],
+    })
   })
 
   it('counts each address separately; health, readiness and metrics are never limited', async () => {
@@ -151,7 +161,10 @@ describe(`rate limits when Redis is down (${testBackend})`, () => {
     )
     t = await createTestApp()
     // Port 1 on loopback: nothing listens, connections are refused.
-    app = createApp({ config: loadConfig({ NODE_ENV: 'test', RATE_LIMIT_PUBLIC_PER_MINUTE: '3', TRUST_PROXY: '1', REDIS_URL: 'redis://127.0.0.1:1' }), db: t.db })
+    app = createApp({
+      config: loadConfig({ NODE_ENV: 'test', RATE_LIMIT_PUBLIC_PER_MINUTE: '3', TRUST_PROXY: '1', REDIS_URL: 'redis://127.0.0.1:1' }),
+      db: t.db,
+    })
   })
   afterAll(async () => {
     setLogger(previous)
@@ -162,7 +175,8 @@ describe(`rate limits when Redis is down (${testBackend})`, () => {
   it('keeps answering, keeps limiting per instance, and logs a warning', async () => {
     const ip = freshIp()
     const codes = []
-    for (let i = 0; i < 5; i++) codes.push((await app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))).status)
+    for (let i = 0; i < 5; i++)
+      codes.push((await app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))).status)
     expect(codes).toEqual([404, 404, 404, 429, 429])
     // The warning comes with the refused connection (ioredis is loaded, then connects, in the background).
     const warnings = () => lines.filter((l) => l.msg === 'Redis unavailable: rate limits are counted per instance until it is back')

@@ -44,7 +44,13 @@ describe(`response cache (${testBackend})`, () => {
     const generation = t.app.responseCache.ticket()
     await importDocument({
       vaults: [vault('cache-a', '100'), vault('cache-b', '200')],
-      compositions: [{ vault_id: 'cache-a', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://i.test/a.svg' }] }],
+      compositions: [
+        {
+          vault_id: 'cache-a',
+          as_of: '2026-01-01T00:00:00.000Z',
+          positions: [{ platform: 'aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://i.test/a.svg' }],
+        },
+      ],
     })
     // The import's own NOTIFY empties the cache when it arrives (on PostgreSQL, a moment later).
     await clearedSince(generation)
@@ -60,7 +66,11 @@ describe(`response cache (${testBackend})`, () => {
     return { ...result, statements }
   }
   const adminImport = (doc: unknown) =>
-    t.request('/admin/import', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(doc) })
+    t.request('/admin/import', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(doc),
+    })
 
   it('answers a repeated public REST read from memory: same body and ETag, no SQL, 304 on If-None-Match', async () => {
     const first = await getVault('cache-a')
@@ -84,7 +94,13 @@ describe(`response cache (${testBackend})`, () => {
     const generation = t.app.responseCache.ticket()
     const res = await adminImport({
       vaults: [vault('cache-b', '250.5')],
-      compositions: [{ vault_id: 'cache-b', as_of: '2026-02-01T00:00:00.000Z', positions: [{ platform: 'morpho', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 5, icon: 'https://i.test/m.svg' }] }],
+      compositions: [
+        {
+          vault_id: 'cache-b',
+          as_of: '2026-02-01T00:00:00.000Z',
+          positions: [{ platform: 'morpho', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 5, icon: 'https://i.test/m.svg' }],
+        },
+      ],
     })
     expect(res.status).toBe(200)
     // Emptied twice: by the admin route before it answered, and by the import's NOTIFY.
@@ -104,7 +120,10 @@ describe(`response cache (${testBackend})`, () => {
     const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vault('cache-a', '101')] })
     await clearedSince(generation)
-    const after = await eventually(() => getVault('cache-a'), (r) => r.body.tvl !== '100')
+    const after = await eventually(
+      () => getVault('cache-a'),
+      (r) => r.body.tvl !== '100',
+    )
     expect(after.body.tvl).toBe('101')
   })
 
@@ -120,7 +139,10 @@ describe(`response cache (${testBackend})`, () => {
     } else {
       await t.db.pglite!.exec(sql)
     }
-    const after = await eventually(() => graphql(VAULT_QUERY, { id: 'cache-a' }), (r) => r.body.data.vault.tvl !== '101')
+    const after = await eventually(
+      () => graphql(VAULT_QUERY, { id: 'cache-a' }),
+      (r) => r.body.data.vault.tvl !== '101',
+    )
     expect(after.body.data.vault.tvl).toBe('102')
   })
 
@@ -162,7 +184,8 @@ describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
 
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
   /** Changes a vault's TVL without telling the gateway (no NOTIFY): the cache cannot know. */
-  const quietUpdate = (tvl: number) => (t.db.pglite ? t.db.pglite.exec(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`) : t.db.pool!.query(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`))
+  const quietUpdate = (tvl: number) =>
+    t.db.pglite ? t.db.pglite.exec(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`) : t.db.pool!.query(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`)
   const getVault = async () => {
     const res = await t.request('/v1/vaults/swr-a')
     return { status: res.status, etag: res.headers.get('etag'), tvl: ((await res.json()) as { tvl: string }).tvl }

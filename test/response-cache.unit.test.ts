@@ -349,7 +349,9 @@ describe('isPublicOperation', () => {
 
   it('accepts queries of vaults and their compositions, with fragments, aliases and __typename', () => {
     expect(check('{ vault(id: "a") { id tvl composition { asOf positions { platform pct } } } }')).toBe(true)
-    expect(check('query Q { a: vaults(first: 2) { edges { node { ...V } } pageInfo { hasNextPage } } } fragment V on Vault { id __typename ... on Vault { name } }')).toBe(true)
+    expect(
+      check('query Q { a: vaults(first: 2) { edges { node { ...V } } pageInfo { hasNextPage } } } fragment V on Vault { id __typename ... on Vault { name } }'),
+    ).toBe(true)
     expect(check('query A { vault(id: "a") { id } } query B { __schema { types { name } } }', 'A')).toBe(true)
   })
 
@@ -380,8 +382,28 @@ describe('isPublicOperation', () => {
       Icons: ['dark', 'light'],
       PageInfo: ['endCursor', 'hasNextPage', 'hasPreviousPage', 'startCursor'],
       Vault: [
-        'apiEndpoint', 'baseAsset', 'chain', 'chainId', 'composition', 'compositionSeries', 'contract', 'depositConstraints', 'description', 'docsUrl', 'icons', 'id',
-        'inceptionDate', 'mgmtFeeBps', 'name', 'perfFeeBps', 'sharePrice', 'status', 'strategyBrief', 'symbol', 'tvl', 'withdrawConstraints',
+        'apiEndpoint',
+        'baseAsset',
+        'chain',
+        'chainId',
+        'composition',
+        'compositionSeries',
+        'contract',
+        'depositConstraints',
+        'description',
+        'docsUrl',
+        'icons',
+        'id',
+        'inceptionDate',
+        'mgmtFeeBps',
+        'name',
+        'perfFeeBps',
+        'sharePrice',
+        'status',
+        'strategyBrief',
+        'symbol',
+        'tvl',
+        'withdrawConstraints',
       ],
       VaultConnection: ['edges', 'pageInfo'],
       VaultEdge: ['cursor', 'node'],

@@ -53,7 +53,10 @@ describe(`security headers (${testBackend})`, () => {
 
 describe(`CORS (${testBackend})`, () => {
   const preflight = (t: TestApp, path: string, origin: string, method = 'POST') =>
-    t.request(path, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type,authorization' } })
+    t.request(path, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type,authorization' },
+    })
 
   describe('by default', () => {
     let t: TestApp
@@ -82,7 +85,11 @@ describe(`CORS (${testBackend})`, () => {
         expect(res.headers.get('access-control-allow-methods')).toBeNull()
         expect(res.status).not.toBe(204)
       }
-      const admin = await t.request('/admin/import', { method: 'POST', headers: { origin: 'https://anywhere.example', authorization: `Bearer ${ADMIN_TOKEN}` }, body: '{}' })
+      const admin = await t.request('/admin/import', {
+        method: 'POST',
+        headers: { origin: 'https://anywhere.example', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: '{}',
+      })
       expect(admin.headers.get('access-control-allow-origin')).toBeNull()
     })
   })

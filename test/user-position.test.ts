@@ -12,8 +12,16 @@ const A_MIXED = '0x52908400098527886E0F7030069857D2E4169EE7'
 const B = '0x8617e340b3d01fa5f11f306f4090fd50e238070d'
 const day = (d: number) => new Date(Date.UTC(2026, 9, d)).toISOString() // October 2026
 
-const tx = (id: string, vault: string, type: ImportTransaction['type'], status: ImportTransaction['status'], amount: string, shares: string, d: number, address = A) =>
-  txDoc(id, { vault_id: vault, address, type, status, amount, shares, timestamp: day(d) })
+const tx = (
+  id: string,
+  vault: string,
+  type: ImportTransaction['type'],
+  status: ImportTransaction['status'],
+  amount: string,
+  shares: string,
+  d: number,
+  address = A,
+) => txDoc(id, { vault_id: vault, address, type, status, amount, shares, timestamp: day(d) })
 
 // s1: deposits, withdrawals, a pending redeem and a loss (share price 0.9 after deposits at 1 and 1.05).
 //   balance  = 1000 + 476.190476190476190476 − 200 (withdrawn) − 100 (pending redeem) = 1176.190476190476190476
@@ -50,8 +58,26 @@ const s1 = {
   all_time_earned: '-136.428571428571428572',
   first_deposit_at: '2026-10-03T00:00:00.000Z',
 }
-const s2 = { vault_id: 's2', as_of: s1.as_of, share_balance: '8', share_price: '1.3', position_value_usd: '26', total_deposits: '10', all_time_earned: '0.4', first_deposit_at: '2026-10-07T00:00:00.000Z' }
-const s3 = { vault_id: 's3', as_of: s1.as_of, share_balance: '0', share_price: '1', position_value_usd: '0', total_deposits: '100', all_time_earned: '5', first_deposit_at: '2026-10-04T00:00:00.000Z' }
+const s2 = {
+  vault_id: 's2',
+  as_of: s1.as_of,
+  share_balance: '8',
+  share_price: '1.3',
+  position_value_usd: '26',
+  total_deposits: '10',
+  all_time_earned: '0.4',
+  first_deposit_at: '2026-10-07T00:00:00.000Z',
+}
+const s3 = {
+  vault_id: 's3',
+  as_of: s1.as_of,
+  share_balance: '0',
+  share_price: '1',
+  position_value_usd: '0',
+  total_deposits: '100',
+  all_time_earned: '5',
+  first_deposit_at: '2026-10-04T00:00:00.000Z',
+}
 
 const camel = (p: typeof s1) => ({
   vaultId: p.vault_id,
@@ -92,7 +118,11 @@ describe(`position summary (${testBackend})`, () => {
     const res = await t.request(`/v1/users/${address}/vaults/${vault}/summary`)
     return { status: res.status, body: await res.json(), cacheControl: res.headers.get('cache-control') }
   }
-  const notFound = (message: string) => ({ status: 404, cacheControl: null, body: { status: 'error', error: { code: 'not_found', message }, server_time_ms: NOW.getTime() } })
+  const notFound = (message: string) => ({
+    status: 404,
+    cacheControl: null,
+    body: { status: 'error', error: { code: 'not_found', message }, server_time_ms: NOW.getTime() },
+  })
 
   it('computes a summary with deposits, withdrawals, a pending redeem and a loss', async () => {
     expect(await summary(A_MIXED, 's1')).toEqual({ status: 200, cacheControl: 'no-store', body: s1 })
@@ -107,14 +137,24 @@ describe(`position summary (${testBackend})`, () => {
     expect(await summary(A, 'nope')).toEqual(notFound('Vault nope not found.'))
     expect(await summary(A, 's4')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault s4.`))
     expect(await summary(A_MIXED, 's5')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault s5.`))
-    expect(await summary('0x0000000000000000000000000000000000000001', 's1')).toEqual(notFound('Wallet 0x0000000000000000000000000000000000000001 has no completed deposit in vault s1.'))
+    expect(await summary('0x0000000000000000000000000000000000000001', 's1')).toEqual(
+      notFound('Wallet 0x0000000000000000000000000000000000000001 has no completed deposit in vault s1.'),
+    )
   })
 
   it('answers position(vaultId) over GraphQL, null without a completed deposit and not_found for an unknown vault', async () => {
-    const res = await t.graphql(`query ($a: String!) { user(address: $a) { s1: position(vaultId: "s1") { ${FIELDS} } s4: position(vaultId: "s4") { vaultId } } }`, { a: A })
+    const res = await t.graphql(
+      `query ($a: String!) { user(address: $a) { s1: position(vaultId: "s1") { ${FIELDS} } s4: position(vaultId: "s4") { vaultId } } }`,
+      { a: A },
+    )
     expect(res).toEqual({ status: 200, body: { data: { user: { s1: camel(s1), s4: null } } } })
     const unknown = await t.graphql(`{ user(address: "${A}") { position(vaultId: "nope") { vaultId } } }`)
-    expect(unknown.body).toEqual({ data: { user: { position: null } }, errors: [expect.objectContaining({ message: 'Vault nope not found.', path: ['user', 'position'], extensions: expect.objectContaining({ code: 'not_found' }) })] })
+    expect(unknown.body).toEqual({
+      data: { user: { position: null } },
+      errors: [
+        expect.objectContaining({ message: 'Vault nope not found.', path: ['user', 'position'], extensions: expect.objectContaining({ code: 'not_found' }) }),
+      ],
+    })
   })
 
   it('lists positions across vaults (open ones by default) in one statement whatever the number of vaults', async () => {
@@ -142,7 +182,10 @@ describe(`position summary (${testBackend})`, () => {
       }`),
     )
     expect(result.body).toEqual({
-      data: { a: { s1: { shareBalance: s1.share_balance }, s2: { shareBalance: '8' }, s3: { shareBalance: '0' } }, b: { s1: { shareBalance: '7777' }, s5: null } },
+      data: {
+        a: { s1: { shareBalance: s1.share_balance }, s2: { shareBalance: '8' }, s3: { shareBalance: '0' } },
+        b: { s1: { shareBalance: '7777' }, s5: null },
+      },
     })
     expect(statements).toHaveLength(1)
   })

@@ -24,7 +24,16 @@ const pending = (id: string, vault: string, amount: string, submitted: string, a
   txDoc(id, { vault_id: vault, address, type: 'redeem', status: 'pending', amount, timestamp: submitted })
 /** A redeem by someone that took `delayMs` and completed `completedAgo` before now. */
 const completed = (id: string, vault: string, delayMs: number, completedAgo: number, fields: Partial<ImportTransaction> = {}) =>
-  txDoc(id, { vault_id: vault, address: B, type: 'redeem', status: 'completed', amount: '1', timestamp: at(completedAgo + delayMs), completed_at: at(completedAgo), ...fields })
+  txDoc(id, {
+    vault_id: vault,
+    address: B,
+    type: 'redeem',
+    status: 'completed',
+    amount: '1',
+    timestamp: at(completedAgo + delayMs),
+    completed_at: at(completedAgo),
+    ...fields,
+  })
 
 const transactions: ImportTransaction[] = [
   // A's pending redeems in v1, v2, v3: the sum needs all 18 decimals.
@@ -86,9 +95,27 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
         address: A,
         as_of: '2026-11-21T12:00:00.000Z',
         pending_redeems: [
-          { vault_id: 'v3', amount: '98765.432109876543210988', submitted_at: '2026-11-16T12:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions[3]!.tx_hash },
-          { vault_id: 'v1', amount: '1234567.123456789012345678', submitted_at: '2026-11-18T12:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions[0]!.tx_hash },
-          { vault_id: 'v2', amount: '0.000000000000000001', submitted_at: '2026-11-20T12:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions[1]!.tx_hash },
+          {
+            vault_id: 'v3',
+            amount: '98765.432109876543210988',
+            submitted_at: '2026-11-16T12:00:00.000Z',
+            transaction_type: 'redeem',
+            tx_hash: transactions[3]!.tx_hash,
+          },
+          {
+            vault_id: 'v1',
+            amount: '1234567.123456789012345678',
+            submitted_at: '2026-11-18T12:00:00.000Z',
+            transaction_type: 'redeem',
+            tx_hash: transactions[0]!.tx_hash,
+          },
+          {
+            vault_id: 'v2',
+            amount: '0.000000000000000001',
+            submitted_at: '2026-11-20T12:00:00.000Z',
+            transaction_type: 'redeem',
+            tx_hash: transactions[1]!.tx_hash,
+          },
           { vault_id: 'v1', amount: '0.1', submitted_at: '2026-11-21T10:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions[2]!.tx_hash },
         ],
         total_pending: '1333332.655566665555556667',
@@ -111,7 +138,9 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
     expect((await get(E)).body).toEqual({
       address: E,
       as_of: '2026-11-21T12:00:00.000Z',
-      pending_redeems: [{ vault_id: 'v5', amount: '2.5', submitted_at: '2026-11-21T06:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions.at(-1)!.tx_hash }],
+      pending_redeems: [
+        { vault_id: 'v5', amount: '2.5', submitted_at: '2026-11-21T06:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions.at(-1)!.tx_hash },
+      ],
       total_pending: '2.5',
       average_redeem_delay: 0,
     })
@@ -125,7 +154,10 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
   })
 
   it('answers the same over GraphQL', async () => {
-    const res = await t.graphql(`query ($a: String!) { user(address: $a) { pendingRedeems { address asOf totalPending averageRedeemDelay pendingRedeems { vaultId amount submittedAt transactionType txHash } } } }`, { a: A_MIXED })
+    const res = await t.graphql(
+      `query ($a: String!) { user(address: $a) { pendingRedeems { address asOf totalPending averageRedeemDelay pendingRedeems { vaultId amount submittedAt transactionType txHash } } } }`,
+      { a: A_MIXED },
+    )
     expect(res).toEqual({
       status: 200,
       body: {

@@ -73,11 +73,22 @@ describe(`GET /v1/users/{address}/vaults/{vault_id}/transactions (${testBackend}
 
   it('pages through 450 transactions at limit 200: three pages, no duplicates, no gaps, stable under a newer insert', async () => {
     const first = await page('?limit=200')
-    expect(first).toEqual({ status: 200, body: { items: newestFirst.slice(0, 200), next_cursor: expect.stringMatching(/^[\w-]+\.[\w-]+$/) }, cacheControl: 'no-store' })
+    expect(first).toEqual({
+      status: 200,
+      body: { items: newestFirst.slice(0, 200), next_cursor: expect.stringMatching(/^[\w-]+\.[\w-]+$/) },
+      cacheControl: 'no-store',
+    })
 
     // A newer transaction arrives between two page fetches: it belongs before page 1, so the
     // pages already started go on exactly where they left off.
-    const newer = txDoc('tnew', { vault_id: 'v1', address: A, type: 'deposit', status: 'pending', amount: '5', timestamp: new Date(BASE + 86_400_000).toISOString() })
+    const newer = txDoc('tnew', {
+      vault_id: 'v1',
+      address: A,
+      type: 'deposit',
+      status: 'pending',
+      amount: '5',
+      timestamp: new Date(BASE + 86_400_000).toISOString(),
+    })
     await importDocument({ transactions: [newer] })
     try {
       const second = await page(`?limit=200&cursor=${first.body.next_cursor}`)
@@ -145,17 +156,30 @@ describe(`GET /v1/users/{address}/vaults/{vault_id}/transactions (${testBackend}
     const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as [number, number, string, string]
     const moved = Buffer.from(JSON.stringify([payload[0], payload[1], 't0001', payload[3]])).toString('base64url')
     const flip = (s: string, at: number) => s.slice(0, at) + (s[at] === 'A' ? 'B' : 'A') + s.slice(at + 1)
-    for (const bad of [`${moved}.${mac}`, `${body}.${flip(mac, 3)}`, `${flip(body, 5)}.${mac}`, body, `${body}.${mac}.x`, 'abc', 'eyJ4IjoxfQ.AAAAAAAAAAAAAAAAAAAAAA', '', '%00']) {
+    for (const bad of [
+      `${moved}.${mac}`,
+      `${body}.${flip(mac, 3)}`,
+      `${flip(body, 5)}.${mac}`,
+      body,
+      `${body}.${mac}.x`,
+      'abc',
+      'eyJ4IjoxfQ.AAAAAAAAAAAAAAAAAAAAAA',
+      '',
+      '%00',
+    ]) {
       expect(await page(`?cursor=${encodeURIComponent(bad)}`)).toEqual({ status: 400, body: BAD_CURSOR, cacheControl: null })
     }
   })
 
-  it.each([['0x123'], ['not-an-address'], [`0x${'g'.repeat(40)}`], [`0x${'a'.repeat(41)}`], [`${'a'.repeat(42)}`], [` ${A}`]])('rejects the address %j with 400 on every wallet route', async (address) => {
-    const enc = encodeURIComponent(address)
-    for (const path of [`/v1/users/${enc}/vaults/v1/transactions`, `/v1/users/${enc}/redeems`, `/v1/users/${enc}/vaults/v1/summary`]) {
-      expect(await get(path)).toEqual({ status: 400, body: BAD_ADDRESS, cacheControl: null })
-    }
-  })
+  it.each([['0x123'], ['not-an-address'], [`0x${'g'.repeat(40)}`], [`0x${'a'.repeat(41)}`], [`${'a'.repeat(42)}`], [` ${A}`]])(
+    'rejects the address %j with 400 on every wallet route',
+    async (address) => {
+      const enc = encodeURIComponent(address)
+      for (const path of [`/v1/users/${enc}/vaults/v1/transactions`, `/v1/users/${enc}/redeems`, `/v1/users/${enc}/vaults/v1/summary`]) {
+        expect(await get(path)).toEqual({ status: 400, body: BAD_ADDRESS, cacheControl: null })
+      }
+    },
+  )
 
   it('answers 404 for an unknown vault and an empty page for a known vault without history', async () => {
     expect(await page('', A, 'nope')).toEqual({ status: 404, body: errorBody('not_found', 'Vault nope not found.'), cacheControl: null })
@@ -173,7 +197,9 @@ describe(`GET /v1/users/{address}/vaults/{vault_id}/transactions (${testBackend}
       expect(statements).toHaveLength(1)
     }
     expect(p3.statements[0]).toMatch(/AND type = \$3::"TransactionType" AND \("timestamp", id\) < \(\$4::timestamptz, \$5\)/)
-    expect(p2.statements[0]).toMatch(/FROM transactions\s+WHERE address = \$1 AND vault_id = \$2 AND \("timestamp", id\) < \(\$3::timestamptz, \$4\)\s+ORDER BY "timestamp" DESC, id DESC\s+LIMIT \$5::int$/)
+    expect(p2.statements[0]).toMatch(
+      /FROM transactions\s+WHERE address = \$1 AND vault_id = \$2 AND \("timestamp", id\) < \(\$3::timestamptz, \$4\)\s+ORDER BY "timestamp" DESC, id DESC\s+LIMIT \$5::int$/,
+    )
     expect(p2.statements[0]).not.toMatch(/OFFSET/i)
   })
 })
@@ -195,7 +221,15 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
       }
     }
   }`
-  const node = (w: ReturnType<typeof wire>) => ({ id: w.id, vaultId: w.vault_id, type: w.type, status: w.status, amount: w.amount, timestamp: w.timestamp, txHash: w.tx_hash })
+  const node = (w: ReturnType<typeof wire>) => ({
+    id: w.id,
+    vaultId: w.vault_id,
+    type: w.type,
+    status: w.status,
+    amount: w.amount,
+    timestamp: w.timestamp,
+    txHash: w.tx_hash,
+  })
 
   it('is a Relay connection: edges with cursors, pageInfo, forward pagination with first/after', async () => {
     const withdrawals = newestFirst.filter((i) => i.type === 'withdraw')

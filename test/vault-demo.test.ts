@@ -103,7 +103,11 @@ describe(`vault reads on the demo data (${testBackend})`, () => {
           expect(body, `${id} ${timeframe} ${groupBy}`).toEqual(referenceSeries(snapshotsOf(id), timeframe, groupBy))
         }
     // A full year of history fills every bucket of the fixed windows.
-    for (const [timeframe, n] of [['7d', 168], ['30d', 120], ['1y', 365]] as const)
+    for (const [timeframe, n] of [
+      ['7d', 168],
+      ['30d', 120],
+      ['1y', 365],
+    ] as const)
       expect((await get(`/v1/vaults/usdc-prime/composition/series?timeframe=${timeframe}`)).points, timeframe).toHaveLength(n)
   })
 })

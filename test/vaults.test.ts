@@ -55,7 +55,14 @@ const bare: ImportVault = {
   strategy_brief: null,
 }
 
-const closed: ImportVault = { ...bare, id: 'arb-closed', name: 'Closed', chain: 'arbitrum', status: 'closed', api_endpoint: 'https://api.vaultgate.test/v1/vaults/arb-closed' }
+const closed: ImportVault = {
+  ...bare,
+  id: 'arb-closed',
+  name: 'Closed',
+  chain: 'arbitrum',
+  status: 'closed',
+  api_endpoint: 'https://api.vaultgate.test/v1/vaults/arb-closed',
+}
 
 const wire = ({ base_asset_price_usd: _, ...v }: ImportVault) => v
 
@@ -125,7 +132,15 @@ describe(`vault reads (${testBackend})`, () => {
       },
     })
     const nulls = (await t.graphql(VAULT_QUERY, { id: 'eth-bare' })).body.data.vault
-    expect(nulls).toMatchObject({ chainId: null, mgmtFeeBps: null, description: null, docsUrl: null, inceptionDate: null, strategyBrief: null, icons: { dark: null, light: null } })
+    expect(nulls).toMatchObject({
+      chainId: null,
+      mgmtFeeBps: null,
+      description: null,
+      docsUrl: null,
+      inceptionDate: null,
+      strategyBrief: null,
+      icons: { dark: null, light: null },
+    })
   })
 
   it('answers an unknown vault with 404 not_found, and null over GraphQL', async () => {
@@ -213,7 +228,11 @@ describe(`vault list batching (${testBackend})`, () => {
     await importDocument({
       vaults: ids.map((id) => ({ ...bare, id, api_endpoint: `https://api.vaultgate.test/v1/vaults/${id}` })),
       compositions: ids.flatMap((id, i) => [
-        { vault_id: id, as_of: '2026-11-20T00:00:00.000Z', positions: [{ platform: 'Old', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 1, icon: 'old.svg' }] },
+        {
+          vault_id: id,
+          as_of: '2026-11-20T00:00:00.000Z',
+          positions: [{ platform: 'Old', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 1, icon: 'old.svg' }],
+        },
         {
           vault_id: id,
           as_of: '2026-11-21T06:00:00.000Z',
@@ -242,7 +261,13 @@ describe(`vault list batching (${testBackend})`, () => {
     expect(two.result.body.data.vaults.edges).toEqual(edges.slice(0, 2))
     expect(edges[7].node).toEqual({
       id: 'v07',
-      composition: { asOf: '2026-11-21T06:00:00.000Z', positions: [{ platform: 'Lido', pct: 93 }, { platform: 'Aave', pct: 7 }] },
+      composition: {
+        asOf: '2026-11-21T06:00:00.000Z',
+        positions: [
+          { platform: 'Lido', pct: 93 },
+          { platform: 'Aave', pct: 7 },
+        ],
+      },
       byAsset: { positions: [{ asset: 'Staked Ether' }, { asset: 'Ether' }] },
       compositionSeries: { labels: ['Lido', 'Aave', 'Old'] },
     })

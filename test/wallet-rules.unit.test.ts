@@ -25,7 +25,17 @@ describe('parseAddress', () => {
     expect(parseAddress('0x52908400098527886E0F7030069857D2E4169EE7')).toBe('0x52908400098527886e0f7030069857d2e4169ee7')
     expect(parseAddress(`0x${'a'.repeat(40)}`)).toBe(`0x${'a'.repeat(40)}`)
   })
-  it.each([['0x'], [`0x${'a'.repeat(39)}`], [`0x${'a'.repeat(41)}`], [`0X${'a'.repeat(40)}`], [`${'a'.repeat(42)}`], [`0x${'z'.repeat(40)}`], [` 0x${'a'.repeat(40)}`], [`0x${'a'.repeat(40)}\n`], ['']])('rejects %j', (input) => {
+  it.each([
+    ['0x'],
+    [`0x${'a'.repeat(39)}`],
+    [`0x${'a'.repeat(41)}`],
+    [`0X${'a'.repeat(40)}`],
+    [`${'a'.repeat(42)}`],
+    [`0x${'z'.repeat(40)}`],
+    [` 0x${'a'.repeat(40)}`],
+    [`0x${'a'.repeat(40)}\n`],
+    [''],
+  ])('rejects %j', (input) => {
     expect(thrown(() => parseAddress(input))).toEqual({ code: 'bad_request', message: 'address must be an EVM address: 0x followed by 40 hex digits.' })
   })
 })
@@ -77,7 +87,18 @@ describe('history cursor', () => {
     const [body, mac] = cursor.split('.') as [string, string]
     const [v, ms, , tag] = JSON.parse(Buffer.from(body, 'base64url').toString()) as [number, number, string, string]
     const forge = (payload: unknown) => `${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${mac}`
-    for (const bad of [forge([v, ms + 1, 't0042', tag]), forge([v, ms, 't0041', tag]), forge([2, ms, 't0042', tag]), `${body}.${mac.slice(0, -1)}`, `${body}.${mac}A`, `${body}`, `.${mac}`, `${body}.${mac}.`, 'x'.repeat(600), 'a b.c']) {
+    for (const bad of [
+      forge([v, ms + 1, 't0042', tag]),
+      forge([v, ms, 't0041', tag]),
+      forge([2, ms, 't0042', tag]),
+      `${body}.${mac.slice(0, -1)}`,
+      `${body}.${mac}A`,
+      `${body}`,
+      `.${mac}`,
+      `${body}.${mac}.`,
+      'x'.repeat(600),
+      'a b.c',
+    ]) {
       expect(thrown(() => decodeCursor(bad, filter))).toEqual(invalid)
     }
   })
@@ -86,11 +107,17 @@ describe('history cursor', () => {
 describe('summarizePosition', () => {
   const prices = { sharePrice: '0.9', baseAssetPriceUsd: '1.0002' }
   it('is null without a completed deposit', () => {
-    expect(summarizePosition('v', { depositedShares: '0', outflowShares: '5', depositAmount: '0', outflowAmount: '5', firstDepositAt: null }, prices)).toBeNull()
+    expect(
+      summarizePosition('v', { depositedShares: '0', outflowShares: '5', depositAmount: '0', outflowAmount: '5', firstDepositAt: null }, prices),
+    ).toBeNull()
   })
   it('subtracts out-flows, rounds the products once, half away from zero, and shows a loss as negative', () => {
     const first = new Date('2026-10-03T00:00:00.000Z')
-    const s = summarizePosition('v', { depositedShares: '1476.190476190476190476', outflowShares: '300', depositAmount: '1500', outflowAmount: '305', firstDepositAt: first }, prices)
+    const s = summarizePosition(
+      'v',
+      { depositedShares: '1476.190476190476190476', outflowShares: '300', depositAmount: '1500', outflowAmount: '305', firstDepositAt: first },
+      prices,
+    )
     expect(s).toEqual({
       vaultId: 'v',
       shareBalance: '1176.190476190476190476',
@@ -105,17 +132,33 @@ describe('summarizePosition', () => {
   it('rounds a half exactly away from zero in both directions', () => {
     const at = new Date(0)
     // 1 share × 0.0000000000000000005 = 5e-19: half of the last digit.
-    const up = summarizePosition('v', { depositedShares: '1', outflowShares: '0', depositAmount: '0', outflowAmount: '0', firstDepositAt: at }, { sharePrice: '0.000000000000000001', baseAssetPriceUsd: '0.5' })
+    const up = summarizePosition(
+      'v',
+      { depositedShares: '1', outflowShares: '0', depositAmount: '0', outflowAmount: '0', firstDepositAt: at },
+      { sharePrice: '0.000000000000000001', baseAssetPriceUsd: '0.5' },
+    )
     expect(up?.positionValueUsd).toBe('0.000000000000000001')
     // 5e-19 − 1e-18 = −5e-19: half of the last digit, below zero.
-    const down = summarizePosition('v', { depositedShares: '1', outflowShares: '0', depositAmount: '0.000000000000000001', outflowAmount: '0', firstDepositAt: at }, { sharePrice: '0.0000000000000000005', baseAssetPriceUsd: '1' })
+    const down = summarizePosition(
+      'v',
+      { depositedShares: '1', outflowShares: '0', depositAmount: '0.000000000000000001', outflowAmount: '0', firstDepositAt: at },
+      { sharePrice: '0.0000000000000000005', baseAssetPriceUsd: '1' },
+    )
     expect(down?.allTimeEarned).toBe('-0.000000000000000001')
     // 4e-19 rounds to zero, shown as "0".
-    const zero = summarizePosition('v', { depositedShares: '1', outflowShares: '0', depositAmount: '0', outflowAmount: '0', firstDepositAt: at }, { sharePrice: '0.0000000000000000004', baseAssetPriceUsd: '1' })
+    const zero = summarizePosition(
+      'v',
+      { depositedShares: '1', outflowShares: '0', depositAmount: '0', outflowAmount: '0', firstDepositAt: at },
+      { sharePrice: '0.0000000000000000004', baseAssetPriceUsd: '1' },
+    )
     expect(zero).toMatchObject({ positionValueUsd: '0', allTimeEarned: '0' })
   })
   it('a fully withdrawn position is closed, with value "0" (never "-0")', () => {
-    const s = summarizePosition('v', { depositedShares: '100', outflowShares: '100', depositAmount: '100', outflowAmount: '105', firstDepositAt: new Date(0) }, { sharePrice: '1', baseAssetPriceUsd: '1' })
+    const s = summarizePosition(
+      'v',
+      { depositedShares: '100', outflowShares: '100', depositAmount: '100', outflowAmount: '105', firstDepositAt: new Date(0) },
+      { sharePrice: '1', baseAssetPriceUsd: '1' },
+    )
     expect(s).toMatchObject({ shareBalance: '0', positionValueUsd: '0', allTimeEarned: '5' })
     expect(isOpen(s!)).toBe(false)
   })
@@ -129,7 +172,10 @@ describe('redeem rules', () => {
     expect(averageRedeemDelaySeconds(3_000n, 1n)).toBe(3)
   })
   it('counts redeems completed in the 90 days up to now, both ends included', () => {
-    expect(redeemDelayWindow(new Date('2026-11-21T12:00:00.000Z'))).toEqual({ from: new Date('2026-08-23T12:00:00.000Z'), to: new Date('2026-11-21T12:00:00.000Z') })
+    expect(redeemDelayWindow(new Date('2026-11-21T12:00:00.000Z'))).toEqual({
+      from: new Date('2026-08-23T12:00:00.000Z'),
+      to: new Date('2026-11-21T12:00:00.000Z'),
+    })
   })
   it('sums amounts exactly', () => {
     expect(sumAmounts([])).toBe('0')

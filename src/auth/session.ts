@@ -45,7 +45,9 @@ function readJwksFile(file: string): JWTVerifyGetKey {
   try {
     json = JSON.parse(readFileSync(file, 'utf8'))
   } catch (e) {
-    throw new ConfigError(`Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+    throw new ConfigError(
+      `Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    )
   }
   try {
     return createLocalJWKSet(json as JSONWebKeySet)

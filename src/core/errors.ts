@@ -13,8 +13,15 @@ export type ErrorCode =
   | 'wallet_not_connected'
 
 export const ERROR_CODES: readonly ErrorCode[] = [
-  'bad_request', 'not_found', 'rate_limited', 'internal', 'unavailable',
-  'unauthorized', 'not_whitelisted', 'wallet_required', 'wallet_not_connected',
+  'bad_request',
+  'not_found',
+  'rate_limited',
+  'internal',
+  'unavailable',
+  'unauthorized',
+  'not_whitelisted',
+  'wallet_required',
+  'wallet_not_connected',
 ]
 const KNOWN_CODES = new Set<string>(ERROR_CODES)
 
@@ -78,9 +85,19 @@ export function isUnavailableError(error: unknown): boolean {
   while (e && typeof e === 'object' && !seen.has(e)) {
     seen.add(e)
     const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown }
-    if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|57P01|57P02|57P03|57014|08\w{3}|P1001|P1002|P1008|P1017|P2024)$/.test(code)) return true
+    if (
+      typeof code === 'string' &&
+      /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|57P01|57P02|57P03|57014|08\w{3}|P1001|P1002|P1008|P1017|P2024)$/.test(code)
+    )
+      return true
     if (name === 'DriverAdapterError' && typeof message === 'string' && /connect|timeout|terminat|closed/i.test(message)) return true
-    if (typeof message === 'string' && /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error)/i.test(message)) return true
+    if (
+      typeof message === 'string' &&
+      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error)/i.test(
+        message,
+      )
+    )
+      return true
     e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
   }
   return false

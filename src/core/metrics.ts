@@ -82,10 +82,38 @@ export function operationLabel(name: string | undefined | null): string {
 let currentPool: pg.Pool | undefined
 
 // Read at scrape time; zero in embedded mode (PGlite has no pool).
-new Gauge({ name: 'vaultgate_db_pool_connections', help: 'Open connections in the PostgreSQL pool.', registers: [registry], collect() { this.set(currentPool?.totalCount ?? 0) } })
-new Gauge({ name: 'vaultgate_db_pool_idle', help: 'Idle connections in the PostgreSQL pool.', registers: [registry], collect() { this.set(currentPool?.idleCount ?? 0) } })
-new Gauge({ name: 'vaultgate_db_pool_in_use', help: 'PostgreSQL pool connections checked out by queries.', registers: [registry], collect() { this.set((currentPool?.totalCount ?? 0) - (currentPool?.idleCount ?? 0)) } })
-new Gauge({ name: 'vaultgate_db_pool_waiting', help: 'Requests waiting for a PostgreSQL connection.', registers: [registry], collect() { this.set(currentPool?.waitingCount ?? 0) } })
+new Gauge({
+  name: 'vaultgate_db_pool_connections',
+  help: 'Open connections in the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.totalCount ?? 0)
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_idle',
+  help: 'Idle connections in the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.idleCount ?? 0)
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_in_use',
+  help: 'PostgreSQL pool connections checked out by queries.',
+  registers: [registry],
+  collect() {
+    this.set((currentPool?.totalCount ?? 0) - (currentPool?.idleCount ?? 0))
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_waiting',
+  help: 'Requests waiting for a PostgreSQL connection.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.waitingCount ?? 0)
+  },
+})
 
 export function observePool(pool: pg.Pool | undefined) {
   currentPool = pool

@@ -72,7 +72,13 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
         })
         redis.on('error', (err) => warn(err, 'Redis unavailable: rate limits are counted per instance until it is back'))
         for (const bucket of Object.keys(points) as Bucket[]) {
-          shared[bucket] = new RateLimiterRedis({ storeClient: redis, keyPrefix: `${redisPrefix}:${bucket}`, points: Math.max(points[bucket], 1), duration: WINDOW_SECONDS, rejectIfRedisNotReady: true })
+          shared[bucket] = new RateLimiterRedis({
+            storeClient: redis,
+            keyPrefix: `${redisPrefix}:${bucket}`,
+            points: Math.max(points[bucket], 1),
+            duration: WINDOW_SECONDS,
+            rejectIfRedisNotReady: true,
+          })
         }
       })
     : Promise.resolve()

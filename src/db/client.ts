@@ -67,7 +67,8 @@ export interface SqlEvent {
 export const sqlObservers = new Set<(event: SqlEvent) => void>()
 
 function observe<Q extends SqlQueryable>(q: Q): Q {
-  const wrap = <R>(run: (query: SqlQuery) => Promise<R>) =>
+  const wrap =
+    <R>(run: (query: SqlQuery) => Promise<R>) =>
     async (query: SqlQuery): Promise<R> => {
       if (sqlObservers.size === 0) return run(query)
       const started = performance.now()

@@ -141,8 +141,8 @@ export function createChangeFeed(source: { pglite?: PGlite; connection?: pg.Clie
       if (!set) {
         handlers.set(channel, (set = new Set()))
         const listening = listenTo(channel).catch((err: Error) => logger.warn({ err: err.message, channel }, 'LISTEN failed'))
-      pending.add(listening)
-      void listening.finally(() => pending.delete(listening))
+        pending.add(listening)
+        void listening.finally(() => pending.delete(listening))
       }
       set.add(handler)
       return () => set.delete(handler)

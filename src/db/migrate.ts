@@ -2,10 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFile, readdir } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  type SqlMigrationAwareDriverAdapterFactory,
-} from '@prisma/driver-adapter-utils'
+import { bindMigrationAwareSqlAdapterFactory, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
 import { migrationsDir, prismaSchemaPath } from '../core/paths.js'
 
 // Migrations run through Prisma's own schema engine (the wasm build), driven over our driver
@@ -65,7 +62,10 @@ async function openEngine(factory: SqlMigrationAwareDriverAdapterFactory): Promi
 
 export async function readLocalMigrations(): Promise<LocalMigration[]> {
   const entries = await readdir(migrationsDir, { withFileTypes: true })
-  const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()
+  const dirs = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort()
   return Promise.all(
     dirs.map(async (name) => {
       const sql = await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8')
@@ -102,10 +102,7 @@ export function isUpToDate(local: LocalMigration[], applied: AppliedRow[]): bool
 }
 
 /** Applies pending migrations; returns the names applied (empty when up to date). */
-export async function applyMigrations(
-  factory: SqlMigrationAwareDriverAdapterFactory,
-  applied: () => Promise<AppliedRow[]>,
-): Promise<string[]> {
+export async function applyMigrations(factory: SqlMigrationAwareDriverAdapterFactory, applied: () => Promise<AppliedRow[]>): Promise<string[]> {
   const local = await readLocalMigrations()
   if (isUpToDate(local, await applied().catch(() => []))) return []
   return serialized(async () => {

@@ -14,11 +14,23 @@ export function maskError(error: unknown): Error {
     const original = error.originalError
     if (!original || isGraphQLError(original)) {
       if (isErrorCode(error.extensions.code)) return error
-      return createGraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
+      return createGraphQLError(error.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        extensions: { ...error.extensions, code: 'bad_request' },
+      })
     }
     const app = toAppError(original)
     if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
-    return createGraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
+    return createGraphQLError(app.message, {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path: error.path,
+      extensions: app.extensions,
+    })
   }
   const app = toAppError(error)
   logger.error({ err: error }, 'request failed')
@@ -30,11 +42,12 @@ export function maskError(error: unknown): Error {
  * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
  */
 export const useValidationErrorCodes = (): Plugin => ({
-  onValidate: () => ({ valid, result, setResult }) => {
-    if (valid) return
-    setResult(
-      result.map(
-        (e) =>
+  onValidate:
+    () =>
+    ({ valid, result, setResult }) => {
+      if (valid) return
+      setResult(
+        result.map((e) =>
           createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
             nodes: e.nodes,
             source: e.source,
@@ -42,7 +55,7 @@ export const useValidationErrorCodes = (): Plugin => ({
             path: e.path,
             extensions: { ...e.extensions, code: 'bad_request', http: { status: 400 } },
           }),
-      ),
-    )
-  },
+        ),
+      )
+    },
 })

@@ -69,7 +69,10 @@ function csrfPrevention(): Plugin {
       try {
         return check(payload)
       } catch {
-        throw new AppError('bad_request', 'A GET or form-encoded GraphQL request must carry the X-GraphQL-CSRF header (any value); or POST with Content-Type: application/json.')
+        throw new AppError(
+          'bad_request',
+          'A GET or form-encoded GraphQL request must carry the X-GraphQL-CSRF header (any value); or POST with Content-Type: application/json.',
+        )
       }
     },
   }
@@ -97,7 +100,16 @@ export function useRequestDeadline(): Plugin {
  * validation errors): suggestions reveal schema that introspection may hide.
  */
 export function useNoSuggestions(): Plugin {
-  const strip = (e: GraphQLError) => (/ Did you mean .*\?$/.test(e.message) ? createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, extensions: e.extensions }) : e)
+  const strip = (e: GraphQLError) =>
+    / Did you mean .*\?$/.test(e.message)
+      ? createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+          nodes: e.nodes,
+          source: e.source,
+          positions: e.positions,
+          path: e.path,
+          extensions: e.extensions,
+        })
+      : e
   return {
     onExecute: () => ({
       onExecuteDone({ result, setResult }) {

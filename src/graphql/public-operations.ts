@@ -78,7 +78,11 @@ function selectsPublicFieldsOnly(
       if (!field) return false
       let type = field.type as { ofType?: unknown; name?: string }
       while (type.ofType) type = type.ofType as typeof type
-      if (selection.selectionSet && !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))) return false
+      if (
+        selection.selectionSet &&
+        !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))
+      )
+        return false
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const on = selection.typeCondition?.name.value ?? typeName
       if (on !== typeName || !selectsPublicFieldsOnly(schema, on, selection.selectionSet, fragments, spread)) return false

@@ -37,7 +37,11 @@ function boundedBody(c: HonoContext, max: number): boolean {
 /** The early-answer function for src/http/middleware/observability.ts requestStart. */
 export function earlyAnswers({ config, cache, limits, verifier }: EarlyAnswerOptions): (c: HonoContext<AppEnv>) => Promise<Response | undefined> | undefined {
   const finish = (c: HonoContext<AppEnv>, route: string, status: number, body: string | null, own: Record<string, string>) => {
-    const headers = { ...policyHeaders(config.cors, c.req.path, c.req.header('origin') ?? null, own['content-type'] ?? null), ...own, 'x-request-id': c.get('requestId') }
+    const headers = {
+      ...policyHeaders(config.cors, c.req.path, c.req.header('origin') ?? null, own['content-type'] ?? null),
+      ...own,
+      'x-request-id': c.get('requestId'),
+    }
     recordRequest(c.get('requestId'), c.req.method, route, status, c.get('started'))
     return new Response(body, { status, headers })
   }
@@ -51,7 +55,11 @@ export function earlyAnswers({ config, cache, limits, verifier }: EarlyAnswerOpt
     }
     if (!entry.etag) return finish(c, route, 200, entry.body, { 'content-type': entry.contentType })
     const current = notModified(c.req.header('if-none-match'), entry.etag)
-    return finish(c, route, current ? 304 : 200, current ? null : entry.body, { 'content-type': entry.contentType, etag: entry.etag, 'cache-control': entry.cacheControl! })
+    return finish(c, route, current ? 304 : 200, current ? null : entry.body, {
+      'content-type': entry.contentType,
+      etag: entry.etag,
+      'cache-control': entry.cacheControl!,
+    })
   }
 
   async function graphql(c: HonoContext<AppEnv>): Promise<Response | undefined> {
@@ -87,7 +95,8 @@ export function earlyAnswers({ config, cache, limits, verifier }: EarlyAnswerOpt
     if (method !== 'POST') return undefined
     const path = c.req.path
     if (path === '/graphql') {
-      if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json') || !boundedBody(c, config.requests.bodyLimitBytes)) return undefined
+      if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json') || !boundedBody(c, config.requests.bodyLimitBytes))
+        return undefined
       return graphql(c)
     }
     if (path === '/internal/v1/apiKey/verify') {

@@ -114,7 +114,8 @@ export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler
 
 /** Answers CORS preflights (OPTIONS) on the public API and, for CORS_KEY_ORIGINS only, on key management. */
 export function corsPreflight(config: Pick<Config, 'cors'>): MiddlewareHandler<AppEnv> {
-  const forAllowed = (allowed: Allowed) => cors({ ...CORS, credentials: false, origin: allowed === '*' ? '*' : (origin) => (allowed.includes(origin) ? origin : null) })
+  const forAllowed = (allowed: Allowed) =>
+    cors({ ...CORS, credentials: false, origin: allowed === '*' ? '*' : (origin) => (allowed.includes(origin) ? origin : null) })
   const publicPreflight = forAllowed(config.cors.public)
   const keyPreflight = forAllowed(config.cors.keys)
   return async (c, next) => {

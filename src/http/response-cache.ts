@@ -162,7 +162,7 @@ export class ResponseCache {
     }
   }
 
-/** The data changed: forget everything, including responses being computed right now. */
+  /** The data changed: forget everything, including responses being computed right now. */
   clear(): void {
     this.#generation++
     this.#pending.clear()
@@ -213,7 +213,11 @@ export type ExecuteGraphql = (request: Request, scope: RequestScope) => Promise<
  * once (Hono keeps it for every later reader, the early answers included); Yoga gets a copy of the
  * request carrying it. A background refresh runs on a detached copy with a deadline of its own.
  */
-export function cachedGraphql(cache: ResponseCache, isPublic: (query: string, operationName: string | undefined) => boolean, execute: ExecuteGraphql): (c: HonoContext<AppEnv>) => Promise<Response> {
+export function cachedGraphql(
+  cache: ResponseCache,
+  isPublic: (query: string, operationName: string | undefined) => boolean,
+  execute: ExecuteGraphql,
+): (c: HonoContext<AppEnv>) => Promise<Response> {
   return async (c) => {
     const scope = (): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline') })
     if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, scope())
@@ -225,7 +229,8 @@ export function cachedGraphql(cache: ResponseCache, isPublic: (query: string, op
     } catch {
       return forward()
     }
-    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
+    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined))
+      return forward()
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined

@@ -19,22 +19,28 @@ const fail = (error: string): Checked<never> => ({ ok: false, error })
 // Scalars are checked by hand so every message is a plain sentence about the field. `.optional()`
 // lets an absent key reach the transform, which decides between "is required" and null.
 function required<T>(check: Check<T>) {
-  return z.unknown().optional().transform((input, ctx): T => {
-    const r = input === undefined ? fail('is required') : check(input)
-    if (r.ok) return r.value
-    ctx.addIssue({ code: 'custom', message: r.error })
-    return z.NEVER
-  })
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T => {
+      const r = input === undefined ? fail('is required') : check(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: r.error })
+      return z.NEVER
+    })
 }
 
 function nullable<T>(check: Check<T>) {
-  return z.unknown().optional().transform((input, ctx): T | null => {
-    if (input === undefined || input === null) return null
-    const r = check(input)
-    if (r.ok) return r.value
-    ctx.addIssue({ code: 'custom', message: r.error })
-    return z.NEVER
-  })
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T | null => {
+      if (input === undefined || input === null) return null
+      const r = check(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: r.error })
+      return z.NEVER
+    })
 }
 
 const text =
@@ -69,8 +75,7 @@ const INT32_MAX = 2_147_483_647
 const bps: Check<number> = (v) =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= INT32_MAX ? ok(v) : fail(`must be an integer from 0 to ${INT32_MAX}`)
 
-const percent: Check<number> = (v) =>
-  typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 100 ? ok(v) : fail('must be a number from 0 to 100')
+const percent: Check<number> = (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 100 ? ok(v) : fail('must be a number from 0 to 100'))
 
 const finite: Check<number> = (v) => (typeof v === 'number' && Number.isFinite(v) ? ok(v) : fail('must be a number'))
 
@@ -246,14 +251,20 @@ function consistencyIssues(doc: ImportDocument): Issue[] {
     const key = `${c.vault_id}\u0000${c.as_of}`
     const first = firstSnapshot.get(key)
     if (first !== undefined)
-      issues.push({ path: ['compositions', i, 'as_of'], message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])` })
+      issues.push({
+        path: ['compositions', i, 'as_of'],
+        message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
+      })
     else firstSnapshot.set(key, i)
     const firstPosition = new Map<string, number>()
     c.positions.forEach((p, j) => {
       const pkey = `${p.platform}\u0000${p.asset}`
       const f = firstPosition.get(pkey)
       if (f !== undefined)
-        issues.push({ path: ['compositions', i, 'positions', j], message: `duplicate platform and asset "${p.platform}"/"${p.asset}" (first at positions[${f}])` })
+        issues.push({
+          path: ['compositions', i, 'positions', j],
+          message: `duplicate platform and asset "${p.platform}"/"${p.asset}" (first at positions[${f}])`,
+        })
       else firstPosition.set(pkey, j)
     })
   })
@@ -283,4 +294,3 @@ export function validateImportDocument(doc: unknown): ImportDocument {
   if (issues.length > 0) reject(issues)
   return parsed.data
 }
-

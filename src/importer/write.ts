@@ -117,7 +117,11 @@ async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> 
  * composition snapshots by (vault_id, as_of) with their allocations replaced. All or nothing.
  * Returns the rows written (inserted or updated) per kind.
  */
-export async function importDocument(doc: unknown, db: Db = prisma, { onProgress = () => {} }: { onProgress?: (p: ImportProgress) => void } = {}): Promise<ImportCounts> {
+export async function importDocument(
+  doc: unknown,
+  db: Db = prisma,
+  { onProgress = () => {} }: { onProgress?: (p: ImportProgress) => void } = {},
+): Promise<ImportCounts> {
   const data = validateImportDocument(doc)
   // PGlite has a single connection: everything below must go through `tx`, never `db`.
   return db.$transaction(

@@ -1,7 +1,15 @@
 import type { Clock } from '../core/clock.js'
 import { walletKeysChanged } from './changes.js'
 import { type Actor, revokeCurrentKey } from './service.js'
-import { type AllowlistEntryView, deleteAllowlistEntry, findAllowlistEntry, insertAllowlistEntries, inWalletTransaction, listAllowlistEntries, updateAllowlistNote } from './store.js'
+import {
+  type AllowlistEntryView,
+  deleteAllowlistEntry,
+  findAllowlistEntry,
+  insertAllowlistEntries,
+  inWalletTransaction,
+  listAllowlistEntries,
+  updateAllowlistNote,
+} from './store.js'
 
 export type { AllowlistEntryView }
 

@@ -4,7 +4,18 @@ import { AppError } from '../core/errors.js'
 import type { KeyRevokeReason } from '../generated/prisma/client.js'
 import { walletKeysChanged } from './changes.js'
 import { digestOf, generateRawKey, KEY_LIFETIME_MS } from './format.js'
-import { type ApiKeyRecord, findActiveKey, findUnrevokedKey, inWalletTransaction, insertKey, isAllowlisted, markRevoked, notifyKeysChanged, recordKeyEvent, type Tx } from './store.js'
+import {
+  type ApiKeyRecord,
+  findActiveKey,
+  findUnrevokedKey,
+  inWalletTransaction,
+  insertKey,
+  isAllowlisted,
+  markRevoked,
+  notifyKeysChanged,
+  recordKeyEvent,
+  type Tx,
+} from './store.js'
 
 // The key lifecycle of spec §3: create (revoking the previous key in the same transaction),
 // inspect, revoke; every change under the wallet's lock, with its audit event and its NOTIFY.
@@ -20,7 +31,13 @@ export const notWhitelisted = () => new AppError('not_whitelisted', 'This wallet
  * Revokes the wallet's unrevoked key, if any, inside the caller's locked transaction, with an audit
  * event. A key that has already expired is recorded with reason `expired`, whatever the trigger.
  */
-export async function revokeCurrentKey(tx: Tx, wallet: string, now: Date, reason: KeyRevokeReason, actor: Actor): Promise<{ id: string; reason: KeyRevokeReason } | undefined> {
+export async function revokeCurrentKey(
+  tx: Tx,
+  wallet: string,
+  now: Date,
+  reason: KeyRevokeReason,
+  actor: Actor,
+): Promise<{ id: string; reason: KeyRevokeReason } | undefined> {
   const current = await findUnrevokedKey(tx, wallet)
   if (!current) return undefined
   const effective: KeyRevokeReason = current.expiresAt.getTime() <= now.getTime() ? 'expired' : reason

@@ -29,15 +29,20 @@ export async function markRevoked(tx: Tx, id: string, at: Date, reason: KeyRevok
   await tx.apiKey.update({ where: { id }, data: { revokedAt: at, revokeReason: reason } })
 }
 
-export const insertKey = (tx: Tx, key: { id: string; wallet: string; keyPrefix: string; digest: string; createdAt: Date; expiresAt: Date }): Promise<ApiKeyRecord> =>
-  tx.apiKey.create({ data: key, select: recordFields })
+export const insertKey = (
+  tx: Tx,
+  key: { id: string; wallet: string; keyPrefix: string; digest: string; createdAt: Date; expiresAt: Date },
+): Promise<ApiKeyRecord> => tx.apiKey.create({ data: key, select: recordFields })
 
 /** The wallet's active key (unrevoked and unexpired at `now`), or null. */
 export const findActiveKey = (wallet: string, now: Date): Promise<ApiKeyRecord | null> =>
   prisma.apiKey.findFirst({ where: { wallet, revokedAt: null, expiresAt: { gt: now } }, select: recordFields })
 
 /** Appends to the audit trail. `actor`: the wallet itself, `admin` or `system`. */
-export async function recordKeyEvent(tx: Tx, event: { at: Date; wallet: string; keyId: string; action: KeyEventAction; reason?: KeyRevokeReason; actor: string }): Promise<void> {
+export async function recordKeyEvent(
+  tx: Tx,
+  event: { at: Date; wallet: string; keyId: string; action: KeyEventAction; reason?: KeyRevokeReason; actor: string },
+): Promise<void> {
   await tx.keyEvent.create({ data: event })
 }
 
@@ -67,7 +72,8 @@ export const KEY_STATE_SQL = `
   WHERE k.digest = $1`
 
 /** Reads one key's state through a Prisma client (the SQL is a constant; the digest travels as a bind parameter). */
-export const keyStateThrough = (client: Pick<PrismaClient, '$queryRawUnsafe'>) => (digest: string) => client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
+export const keyStateThrough = (client: Pick<PrismaClient, '$queryRawUnsafe'>) => (digest: string) =>
+  client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
 
 // ---------------------------------------------------------------------------------------------
 // Allowlist
@@ -91,9 +97,11 @@ export async function insertAllowlistEntries(entries: { address: string; note: s
   return count
 }
 
-export const updateAllowlistNote = (address: string, note: string): Promise<AllowlistEntryView> => prisma.allowlistEntry.update({ where: { address }, data: { note }, select: entryFields })
+export const updateAllowlistNote = (address: string, note: string): Promise<AllowlistEntryView> =>
+  prisma.allowlistEntry.update({ where: { address }, data: { note }, select: entryFields })
 
-export const findAllowlistEntry = (address: string): Promise<AllowlistEntryView> => prisma.allowlistEntry.findUniqueOrThrow({ where: { address }, select: entryFields })
+export const findAllowlistEntry = (address: string): Promise<AllowlistEntryView> =>
+  prisma.allowlistEntry.findUniqueOrThrow({ where: { address }, select: entryFields })
 
 /** Deletes an entry inside the caller's transaction; true when there was one. */
 export async function deleteAllowlistEntry(tx: Tx, address: string): Promise<boolean> {

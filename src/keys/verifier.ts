@@ -214,12 +214,13 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
   }
 }
 
-
 /**
  * For a service outside the gateway, such as the order exchange: a verifier with its own small
  * pool and LISTEN connection to the gateway's PostgreSQL database (read-only use: one SELECT).
  */
-export function connectApiKeyVerifier(options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>): ApiKeyVerifier {
+export function connectApiKeyVerifier(
+  options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>,
+): ApiKeyVerifier {
   const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
   const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
   pool.on('error', () => {})

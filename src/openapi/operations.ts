@@ -80,7 +80,9 @@ const ImportDocument = component(
     }),
 )
 
-const ImportCounts = z.object({ vaults: z.int(), compositions: z.int(), transactions: z.int() }).meta({ description: 'Rows written (inserted or updated) per kind.' })
+const ImportCounts = z
+  .object({ vaults: z.int(), compositions: z.int(), transactions: z.int() })
+  .meta({ description: 'Rows written (inserted or updated) per kind.' })
 
 const walletParam: Param<string> = {
   description: 'A wallet address: 0x and 40 hex digits, any case (stored lowercase).',
@@ -194,7 +196,12 @@ export const httpOperations: OperationDoc[] = [
     params: { address: walletParam },
     body: { schema: component('AllowlistNote', z.strictObject({ note: z.string().max(500).nullable().optional() })), required: false },
     errors: ['bad_request', ...adminErrors],
-    responses: { 200: { description: 'The entry; `added` is false when it was there already.', schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))) } },
+    responses: {
+      200: {
+        description: 'The entry; `added` is false when it was there already.',
+        schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))),
+      },
+    },
   },
   {
     ...admin,

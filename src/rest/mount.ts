@@ -57,7 +57,8 @@ function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
 export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
   for (const route of routes) {
     const declared = Object.keys(route.params).sort().join(',')
-    if (pathParamNames(route.path).sort().join(',') !== declared) throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
+    if (pathParamNames(route.path).sort().join(',') !== declared)
+      throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
     const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
 

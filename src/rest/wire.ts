@@ -67,7 +67,11 @@ export const snakeOf = (key: string) => key.replace(/([a-z])(?=[A-Z0-9])|([0-9][
 
 type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S
 /** The GraphQL (camelCase) shape of a wire (snake_case) shape. */
-export type CamelKeys<T> = T extends readonly (infer U)[] ? CamelKeys<U>[] : T extends object ? { [K in keyof T as K extends string ? Camel<K> : K]: CamelKeys<T[K]> } : T
+export type CamelKeys<T> = T extends readonly (infer U)[]
+  ? CamelKeys<U>[]
+  : T extends object
+    ? { [K in keyof T as K extends string ? Camel<K> : K]: CamelKeys<T[K]> }
+    : T
 
 /** GraphQL data as the wire answers it: every key in snake_case, values untouched. */
 export function snakeKeys<T>(value: CamelKeys<T>): T {

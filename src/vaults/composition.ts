@@ -149,8 +149,6 @@ export function assembleSeries(rows: readonly SeriesRow[]): Series {
     if (row.label !== null) point.weights.set(row.label, row.weight ?? 0)
   }
   const newest = points.at(-1)?.weights ?? new Map<string, number>()
-  const labels = [...new Set(points.flatMap((p) => [...p.weights.keys()]))].sort(
-    (a, b) => (newest.get(b) ?? 0) - (newest.get(a) ?? 0) || compareNames(a, b),
-  )
+  const labels = [...new Set(points.flatMap((p) => [...p.weights.keys()]))].sort((a, b) => (newest.get(b) ?? 0) - (newest.get(a) ?? 0) || compareNames(a, b))
   return { labels, points: points.map((p) => ({ t: p.t, weightsPct: labels.map((l) => p.weights.get(l) ?? 0) })) }
 }

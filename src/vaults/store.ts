@@ -1,6 +1,17 @@
 import DataLoader from 'dataloader'
 import { prisma, type Db } from '../db/client.js'
-import { type Allocation, assembleSeries, BUCKET_ORIGIN, GROUP_BYS, type GroupBy, PCT_DECIMALS, type Series, type SeriesRow, seriesWindow, type Timeframe } from './composition.js'
+import {
+  type Allocation,
+  assembleSeries,
+  BUCKET_ORIGIN,
+  GROUP_BYS,
+  type GroupBy,
+  PCT_DECIMALS,
+  type Series,
+  type SeriesRow,
+  seriesWindow,
+  type Timeframe,
+} from './composition.js'
 
 // Every SQL statement about vaults beyond Prisma's own reads (the GraphQL Vault type's
 // prismaField resolvers), with the DataLoaders that batch them per request.
@@ -31,7 +42,11 @@ const LATEST_SQL = `SELECT v.id AS vault_id, s.as_of, a.platform, a.asset, a.sym
   LEFT JOIN allocations a ON a.snapshot_id = s.id`
 
 /** Each vault's latest snapshot at or before `now` (its allocations ungrouped); absent when it has none. */
-export async function loadLatestSnapshots(vaultIds: readonly string[], now: Date, db: Db = prisma): Promise<Map<string, { asOf: Date; allocations: Allocation[] }>> {
+export async function loadLatestSnapshots(
+  vaultIds: readonly string[],
+  now: Date,
+  db: Db = prisma,
+): Promise<Map<string, { asOf: Date; allocations: Allocation[] }>> {
   const rows = await db.$queryRawUnsafe<LatestRow[]>(LATEST_SQL, JSON.stringify(vaultIds), now.toISOString())
   const out = new Map<string, { asOf: Date; allocations: Allocation[] }>()
   for (const r of rows) {

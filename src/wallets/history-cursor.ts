@@ -41,7 +41,12 @@ const mac = (body: string) => createHmac('sha256', CURSOR_KEY).update(body).dige
 
 /** A short digest of the filter; carried (MAC-protected) in the cursor to recognise foreign cursors. */
 export function filterTag(filter: HistoryFilter): string {
-  return b64(createHash('sha256').update(JSON.stringify([filter.address, filter.vaultId, filter.type])).digest().subarray(0, 12))
+  return b64(
+    createHash('sha256')
+      .update(JSON.stringify([filter.address, filter.vaultId, filter.type]))
+      .digest()
+      .subarray(0, 12),
+  )
 }
 
 /** `base64url(JSON [version, timestamp ms, id, filter tag]) "." base64url(HMAC-SHA256 truncated to 16 bytes)`. */

@@ -50,7 +50,11 @@ export function historyPageSql(filter: HistoryFilter, after: HistoryPosition | n
     LIMIT ${take}::int`
 }
 
-export async function fetchHistoryPage(filter: HistoryFilter, after: HistoryPosition | null, limit: number): Promise<{ rows: TransactionRow[]; hasNextPage: boolean }> {
+export async function fetchHistoryPage(
+  filter: HistoryFilter,
+  after: HistoryPosition | null,
+  limit: number,
+): Promise<{ rows: TransactionRow[]; hasNextPage: boolean }> {
   const raw = await prisma.$queryRaw<RawRow[]>(historyPageSql(filter, after, limit + 1))
   const rows = raw.slice(0, limit).map((r) => ({
     id: r.id,

@@ -2,7 +2,16 @@ import fc from 'fast-check'
 import { isErrorCode } from '../../src/core/errors.js'
 
 /** What a crash, a driver message or a stack trace looks like in a body. */
-const LEAKS = [/\s{2,}at \S.*:\d+:\d+\)?/, /\.(ts|js|mjs|cjs):\d+/, /file:\/\//, /node_modules/, /prisma\./i, /invocation/i, /Unexpected error/, /TypeError|ReferenceError|RangeError/]
+const LEAKS = [
+  /\s{2,}at \S.*:\d+:\d+\)?/,
+  /\.(ts|js|mjs|cjs):\d+/,
+  /file:\/\//,
+  /node_modules/,
+  /prisma\./i,
+  /invocation/i,
+  /Unexpected error/,
+  /TypeError|ReferenceError|RangeError/,
+]
 
 export function leaks(text: string): string | undefined {
   return LEAKS.find((re) => re.test(text))?.source
@@ -13,7 +22,10 @@ export function leaks(text: string): string | undefined {
  * with the standard error body for every error (a GraphQL response on /graphql), a known code
  * that is not `internal`, no stack or driver text, security headers.
  */
-export async function violation(res: Response, { graphql, method, allowed }: { graphql: boolean; method: string; allowed: number[] }): Promise<string | undefined> {
+export async function violation(
+  res: Response,
+  { graphql, method, allowed }: { graphql: boolean; method: string; allowed: number[] },
+): Promise<string | undefined> {
   if (!allowed.includes(res.status)) return `status ${res.status}: ${(await res.text()).slice(0, 300)}`
   if (res.headers.get('x-content-type-options') !== 'nosniff') return 'no security headers'
   const text = await res.text()
@@ -38,9 +50,17 @@ export async function violation(res: Response, { graphql, method, allowed }: { g
     return undefined
   }
   if (res.status >= 400) {
-    const keys = Object.keys(body ?? {}).sort().join(',')
-    if (keys !== 'error,server_time_ms,status' || body.status !== 'error' || !Number.isInteger(body.server_time_ms)) return `not the standard error body: ${text.slice(0, 200)}`
-    if (Object.keys(body.error).sort().join(',') !== 'code,message' || !isErrorCode(body.error.code) || typeof body.error.message !== 'string' || body.error.message === '') {
+    const keys = Object.keys(body ?? {})
+      .sort()
+      .join(',')
+    if (keys !== 'error,server_time_ms,status' || body.status !== 'error' || !Number.isInteger(body.server_time_ms))
+      return `not the standard error body: ${text.slice(0, 200)}`
+    if (
+      Object.keys(body.error).sort().join(',') !== 'code,message' ||
+      !isErrorCode(body.error.code) ||
+      typeof body.error.message !== 'string' ||
+      body.error.message === ''
+    ) {
       return `bad error object: ${JSON.stringify(body.error)}`
     }
     if (body.error.code === 'internal') return `internal error: ${text}`
@@ -51,7 +71,33 @@ export async function violation(res: Response, { graphql, method, allowed }: { g
 /** Strings that tend to break parsers: empty, huge, control characters, bad escapes, lookalikes. */
 export const nastyString = fc.oneof(
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a template placeholder is one of the hostile strings sent
-  fc.constantFrom('', ' ', '0', '-1', '1e309', 'NaN', 'null', 'undefined', 'true', '[]', '{}', '%', '%zz', '%00', '\u0000', '../..', '0x', '\ud800', '🦄', 'ǅ', 'Ω', '\u202e', "' OR 1=1 --", '${x}', '<script>'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1e309',
+    'NaN',
+    'null',
+    'undefined',
+    'true',
+    '[]',
+    '{}',
+    '%',
+    '%zz',
+    '%00',
+    '\u0000',
+    '../..',
+    '0x',
+    '\ud800',
+    '🦄',
+    'ǅ',
+    'Ω',
+    '\u202e',
+    "' OR 1=1 --",
+    '${x}',
+    '<script>',
+  ),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.stringMatching(/^-?\d{1,90}(\.\d{1,40})?$/),

@@ -68,11 +68,25 @@ describe.runIf(testBackend === 'postgres')('key rotation interrupted by a databa
 
   const call = (p: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${p}`, init))
   const create = async () =>
-    classify(await call('/v1/apiKey', { method: 'POST', headers: { authorization: `Bearer ${await signSession(signer, { wallets: [W] })}`, 'content-type': 'application/json' }, body: '{}' }))
+    classify(
+      await call('/v1/apiKey', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await signSession(signer, { wallets: [W] })}`, 'content-type': 'application/json' },
+        body: '{}',
+      }),
+    )
   const activeKeys = async () =>
     (await direct.query<{ id: string }>('SELECT id FROM api_keys WHERE wallet = $1 AND revoked_at IS NULL AND expires_at > now()', [W])).rows.map((r) => r.id)
   const verify = async (apiKey: string) =>
-    (await classify(await call('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) }))).body.data
+    (
+      await classify(
+        await call('/internal/v1/apiKey/verify', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ apiKey }),
+        }),
+      )
+    ).body.data
 
   /** Runs a create whose database connections are cut right after its `n`-th statement. */
   async function createCutAfter(n: number) {

@@ -19,11 +19,22 @@ describe(`secrets in logs (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => {
-      chunks.push(String(chunk))
-      done()
-    } })))
-    t = await createKeysTestApp({ clock: time.clock, allowlist: [W], env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' } })
+    setLogger(
+      createLogger(
+        'trace',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            chunks.push(String(chunk))
+            done()
+          },
+        }),
+      ),
+    )
+    t = await createKeysTestApp({
+      clock: time.clock,
+      allowlist: [W],
+      env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' },
+    })
   })
   afterAll(async () => {
     setLogger(previous)
@@ -36,7 +47,13 @@ describe(`secrets in logs (${testBackend})`, () => {
   }
   function rememberKey(key: string) {
     const digest = digestOf(key)
-    remember(key, key.slice(key.lastIndexOf('_') + 1), digest, Buffer.from(digest, 'hex').toString('base64'), createHash('sha256').update(key).digest('base64url'))
+    remember(
+      key,
+      key.slice(key.lastIndexOf('_') + 1),
+      digest,
+      Buffer.from(digest, 'hex').toString('base64'),
+      createHash('sha256').update(key).digest('base64url'),
+    )
   }
 
   it('holds no raw key, digest, session token or service token, whatever happens', async () => {
@@ -67,13 +84,25 @@ describe(`secrets in logs (${testBackend})`, () => {
     remember(forged, unsigned, expired)
     for (const token of [forged, unsigned, expired, 'not-a-jwt-at-all-0123456789']) {
       await keep(await t.request('/v1/apiKey', { headers: { authorization: `Bearer ${token}` } }))
-      await keep(await t.request('/graphql', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"query":"{ apiKey { id } }"}' }))
+      await keep(
+        await t.request('/graphql', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: '{"query":"{ apiKey { id } }"}',
+        }),
+      )
     }
     const nearMiss = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
     rememberKey(nearMiss)
     await keep(await t.verify(nearMiss))
     remember('wrong-internal-token-0123456789')
-    await keep(await t.request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: 'Bearer wrong-internal-token-0123456789', 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: key }) }))
+    await keep(
+      await t.request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: 'Bearer wrong-internal-token-0123456789', 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: key }),
+      }),
+    )
     // A raw key sent where it does not belong: as a key prefix, and as a cursor.
     await keep(await t.create(W, { keyPrefix: key }))
     await keep(await t.request(`/v1/vaults?cursor=${encodeURIComponent(key)}`))

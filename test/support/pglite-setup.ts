@@ -9,7 +9,10 @@ import { openDatabase } from '../../src/db/client.js'
 export default async function setup(project: TestProject) {
   const dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-pglite-'))
   const file = path.join(dir, 'migrated.tar')
-  const db = await openDatabase({ storage: { mode: 'embedded', dataDir: 'memory://' }, pool: { max: 1, connectTimeoutMs: 1000, idleTimeoutMs: 1000, statementTimeoutMs: 0 } })
+  const db = await openDatabase({
+    storage: { mode: 'embedded', dataDir: 'memory://' },
+    pool: { max: 1, connectTimeoutMs: 1000, idleTimeoutMs: 1000, statementTimeoutMs: 0 },
+  })
   await db.migrate()
   const dump = await db.pglite!.dumpDataDir('none')
   await writeFile(file, Buffer.from(await dump.arrayBuffer()))

@@ -13,7 +13,10 @@ export default async function setup(project: TestProject) {
   await admin.query(`CREATE DATABASE ${template}`)
   const tplUrl = new URL(url)
   tplUrl.pathname = `/${template}`
-  const db = await openDatabase({ storage: { mode: 'postgres', url: tplUrl.toString() }, pool: { max: 2, connectTimeoutMs: 5000, idleTimeoutMs: 1000, statementTimeoutMs: 0 } })
+  const db = await openDatabase({
+    storage: { mode: 'postgres', url: tplUrl.toString() },
+    pool: { max: 2, connectTimeoutMs: 5000, idleTimeoutMs: 1000, statementTimeoutMs: 0 },
+  })
   await db.migrate()
   await db.close()
   project.provide('pgTemplate', template)

@@ -48,17 +48,15 @@ export const CompositionPoint = builder.objectRef<Series['points'][number]>('Com
   }),
 })
 
-export const CompositionSeries = builder
-  .objectRef<Series & { groupBy: GroupBy; timeframe: Timeframe }>('CompositionSeries')
-  .implement({
-    description: 'How a composition moved over a window ending now. No points before the first snapshot.',
-    fields: (t) => ({
-      groupBy: t.expose('groupBy', { type: CompositionGroupBy }),
-      timeframe: t.expose('timeframe', { type: CompositionTimeframe }),
-      labels: t.exposeStringList('labels', { description: 'Every group present in the window, by weight in the newest point desc, then name.' }),
-      points: t.field({ type: [CompositionPoint], description: 'Oldest first.', resolve: (s) => s.points }),
-    }),
-  })
+export const CompositionSeries = builder.objectRef<Series & { groupBy: GroupBy; timeframe: Timeframe }>('CompositionSeries').implement({
+  description: 'How a composition moved over a window ending now. No points before the first snapshot.',
+  fields: (t) => ({
+    groupBy: t.expose('groupBy', { type: CompositionGroupBy }),
+    timeframe: t.expose('timeframe', { type: CompositionTimeframe }),
+    labels: t.exposeStringList('labels', { description: 'Every group present in the window, by weight in the newest point desc, then name.' }),
+    points: t.field({ type: [CompositionPoint], description: 'Oldest first.', resolve: (s) => s.points }),
+  }),
+})
 
 builder.prismaObjectField('Vault', 'composition', (t) =>
   t.field({

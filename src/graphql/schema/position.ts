@@ -13,7 +13,10 @@ export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').i
   fields: (t) => ({
     vaultId: t.exposeID('vaultId'),
     asOf: t.field({ type: 'DateTime', description: 'The time of the request.', resolve: (_p, _a, ctx) => ctx.now }),
-    shareBalance: t.expose('shareBalance', { type: 'Decimal', description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.' }),
+    shareBalance: t.expose('shareBalance', {
+      type: 'Decimal',
+      description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.',
+    }),
     sharePrice: t.expose('sharePrice', { type: 'Decimal', description: "The vault's share price, in base-asset units." }),
     positionValueUsd: t.expose('positionValueUsd', { type: 'Decimal', description: 'shareBalance × sharePrice × the base asset’s USD price.' }),
     totalDeposits: t.expose('totalDeposits', { type: 'Decimal', description: 'Sum of completed deposit amounts, in base-asset units.' }),

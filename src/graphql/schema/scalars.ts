@@ -37,7 +37,8 @@ builder.scalarType('DateTime', {
 })
 
 function parseUnixMs(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw badRequest('UnixMs must be a non-negative integer (milliseconds since 1970-01-01T00:00:00Z).')
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw badRequest('UnixMs must be a non-negative integer (milliseconds since 1970-01-01T00:00:00Z).')
   return value
 }
 

@@ -62,7 +62,14 @@ export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) =
   await next()
   if (c.res.status === 406 && !c.res.headers.get('content-type')) {
     c.res = new Response(
-      JSON.stringify({ errors: [{ message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).', extensions: { code: 'bad_request' } }] }),
+      JSON.stringify({
+        errors: [
+          {
+            message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+            extensions: { code: 'bad_request' },
+          },
+        ],
+      }),
       { status: 406, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' } },
     )
   }

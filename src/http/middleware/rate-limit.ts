@@ -9,7 +9,10 @@ import type { AppEnv } from '../env.js'
  */
 export function clientIpOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string {
   if (hops > 0) {
-    const forwarded = (forwardedFor ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+    const forwarded = (forwardedFor ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
     if (forwarded.length > 0) return forwarded[Math.max(0, forwarded.length - hops)]!
   }
   // In-process requests (tests, app.fetch without a server) have no socket.

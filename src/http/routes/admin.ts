@@ -23,7 +23,12 @@ export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataC
 
   app.post(
     '/import',
-    bodyLimit({ maxSize: IMPORT_BODY_LIMIT, onError: () => { throw badRequest(`The import document is larger than ${IMPORT_BODY_LIMIT / 1024 / 1024} MiB.`) } }),
+    bodyLimit({
+      maxSize: IMPORT_BODY_LIMIT,
+      onError: () => {
+        throw badRequest(`The import document is larger than ${IMPORT_BODY_LIMIT / 1024 / 1024} MiB.`)
+      },
+    }),
     async (c) => {
       let doc: unknown
       try {

@@ -33,7 +33,13 @@ export function staticFile(file: string, { maxAgeSeconds = 300 } = {}) {
     c.header('ETag', asset.etag)
     c.header('Cache-Control', `public, max-age=${maxAgeSeconds}`)
     c.header('X-Content-Type-Options', 'nosniff')
-    if (c.req.header('if-none-match')?.split(',').some((t) => t.trim() === asset!.etag)) return c.body(null, 304)
+    if (
+      c.req
+        .header('if-none-match')
+        ?.split(',')
+        .some((t) => t.trim() === asset!.etag)
+    )
+      return c.body(null, 304)
     c.header('Content-Type', asset.type)
     return c.body(asset.body, 200)
   }

@@ -26,7 +26,10 @@ const ApiKeyRecord = component(
 const NewApiKey = component(
   'NewApiKey',
   ApiKeyRecord.extend({
-    apiKey: z.string().regex(RAW_KEY_PATTERN).meta({ description: 'The raw key (prefix, "_", secret), shown this once and never again. Keep it in a server-side secret store.' }),
+    apiKey: z
+      .string()
+      .regex(RAW_KEY_PATTERN)
+      .meta({ description: 'The raw key (prefix, "_", secret), shown this once and never again. Keep it in a server-side secret store.' }),
   }),
 )
 
@@ -36,7 +39,14 @@ const RECORD = selectionOf(ApiKeyRecord)
 const ok = <T>(data: T) => ({ status: 'ok' as const, data, server_time_ms: Date.now() })
 
 // Spec §7: wallet_required is a 400 when the token holds several wallets and no X-Service-Wallet, a 403 when it holds none.
-const errors: ErrorDoc[] = ['bad_request', 'unauthorized', 'not_whitelisted', { code: 'wallet_required', status: 400 }, 'wallet_required', 'wallet_not_connected']
+const errors: ErrorDoc[] = [
+  'bad_request',
+  'unauthorized',
+  'not_whitelisted',
+  { code: 'wallet_required', status: 400 },
+  'wallet_required',
+  'wallet_not_connected',
+]
 
 const session = {
   security: ['walletSession' as const],
@@ -62,7 +72,9 @@ export const apiKeyRoutes: RestRoute[] = [
     description: "Creates the caller's API key; its previous key is revoked in the same transaction. The raw key is in this answer only.",
     body: component(
       'CreateApiKeyRequest',
-      z.strictObject({ keyPrefix: z.string().regex(KEY_PREFIX_PATTERN).nullable().optional().meta({ description: 'Default "vaultgate".' }) }).meta({ description: 'May be empty.' }),
+      z
+        .strictObject({ keyPrefix: z.string().regex(KEY_PREFIX_PATTERN).nullable().optional().meta({ description: 'Default "vaultgate".' }) })
+        .meta({ description: 'May be empty.' }),
     ),
     document: `mutation CreateApiKey($keyPrefix: String) { createApiKey(keyPrefix: $keyPrefix) { ${RECORD} apiKey } }`,
     variables: ({ body }) => {

@@ -57,7 +57,8 @@ const PendingRedeemsSchema = component(
       .meta({ description: 'Oldest first.' }),
     total_pending: Amount.meta({ description: 'Exact sum of the pending amounts.' }),
     average_redeem_delay: z.int().min(0).meta({
-      description: 'Seconds, rounded down: mean submission-to-completion time of redeems completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without history.',
+      description:
+        'Seconds, rounded down: mean submission-to-completion time of redeems completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without history.',
     }),
   }),
 )
@@ -143,7 +144,8 @@ const summary = defineRoute({
   method: 'GET',
   path: '/users/:address/vaults/:vault_id/summary',
   summary: "Get a wallet's position in a vault",
-  description: 'Share balance, value and earnings from the wallet\'s transactions in the vault. 404 for an unknown vault, or when the wallet never completed a deposit there.',
+  description:
+    "Share balance, value and earnings from the wallet's transactions in the vault. 404 for an unknown vault, or when the wallet never completed a deposit there.",
   tags,
   params: { address, vault_id: vaultId },
   query: {},

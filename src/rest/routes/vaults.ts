@@ -32,7 +32,9 @@ export const VaultSchema = component(
       contract: component('Contract', z.object({ address: z.string() })),
       deposit_constraints: component(
         'DepositConstraints',
-        z.object({ max_deposit: Amount.nullable(), min_deposit: Amount.nullable(), paused: z.boolean().nullable() }).meta({ description: 'Each field is null when the vault publishes none.' }),
+        z
+          .object({ max_deposit: Amount.nullable(), min_deposit: Amount.nullable(), paused: z.boolean().nullable() })
+          .meta({ description: 'Each field is null when the vault publishes none.' }),
       ),
       withdraw_constraints: component(
         'WithdrawConstraints',
