@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type pg from 'pg'
-import { sqlObservers } from '../db/client.js'
 
 // One registry per process, exposed at /metrics. Labels are bounded: route patterns (never raw
 // paths), GraphQL operation names (capped), error codes from a fixed set.
@@ -117,18 +116,6 @@ new Gauge({
 
 export function observePool(pool: pg.Pool | undefined) {
   currentPool = pool
-}
-
-/** Times every SQL statement; also feeds the slow-statement log. */
-export function observeSql(onSlow: (sql: string, ms: number) => void, slowMs: number) {
-  const observer = (e: { sql: string; durationMs: number; ok: boolean }) => {
-    sqlDuration.observe({ outcome: e.ok ? 'ok' : 'error' }, e.durationMs / 1000)
-    if (e.durationMs >= slowMs) onSlow(e.sql, e.durationMs)
-  }
-  sqlObservers.add(observer)
-  return () => {
-    sqlObservers.delete(observer)
-  }
 }
 
 export const rateLimitDecisions = new Counter({

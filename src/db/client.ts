@@ -7,6 +7,7 @@ import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory, SqlQuery,
 import pg from 'pg'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 import type { Config } from '../config.js'
+import { sqlDuration } from '../core/metrics.js'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { createChangeFeed, type ChangeFeed } from './listen.js'
 import { applyMigrations, type AppliedRow } from './migrate.js'
@@ -85,6 +86,18 @@ function observe<Q extends SqlQueryable>(q: Q): Q {
   q.queryRaw = wrap(q.queryRaw.bind(q))
   q.executeRaw = wrap(q.executeRaw.bind(q))
   return q
+}
+
+/** Times every SQL statement (metrics); also feeds the slow-statement log. Returns the function that stops it. */
+export function observeSql(onSlow: (sql: string, ms: number) => void, slowMs: number): () => void {
+  const observer = (e: SqlEvent) => {
+    sqlDuration.observe({ outcome: e.ok ? 'ok' : 'error' }, e.durationMs / 1000)
+    if (e.durationMs >= slowMs) onSlow(e.sql, e.durationMs)
+  }
+  sqlObservers.add(observer)
+  return () => {
+    sqlObservers.delete(observer)
+  }
 }
 
 /** The factory the Prisma client uses: every connection and transaction reports its statements. */

@@ -1,4 +1,4 @@
-import { prisma, type Db } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import { importDocument, type ImportCounts } from '../importer/write.js'
 import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
 import { hasVaults, readHintRows } from './store.js'
@@ -14,7 +14,7 @@ export interface SeedResult {
  * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
  */
 export async function seedDemoIfEmpty(
-  db: Db = prisma,
+  db?: Db,
   opts: { seed?: number; now?: Date; onProgress?: (label: string, done?: number, total?: number) => void } = {},
 ): Promise<SeedResult> {
   if (await hasVaults(db)) return { seeded: false }
@@ -30,7 +30,7 @@ export async function seedDemoIfEmpty(
  * dataset is not regenerated): a few vault ids, the wallet with the most pending redeems and the
  * most active wallet.
  */
-export async function demoHintsFromDatabase(db: Db = prisma): Promise<DemoHints> {
+export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
   const { vaultIds, pending, active } = await readHintRows(db)
   const wallets: DemoHints['wallets'] = []
   for (const p of pending) wallets.push({ address: p.address, vaultId: p.vault_id, note: `pending redeems in ${p.vaults} vault(s)` })
