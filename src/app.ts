@@ -2,7 +2,7 @@ import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError } from './core/errors.js'
-import { logger } from './core/log.js'
+import { logger, useLogLevel } from './core/log.js'
 import { cacheLookups, observePool, registry } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
@@ -65,6 +65,7 @@ export function createApp({
   /** Answer cache hits and key verifications in the first middleware (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
 }): App {
+  useLogLevel(config.logLevel)
   // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
   // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
 import { readLocalMigrations } from '../src/db/migrate.js'
 import { emptyPostgres, testBackend } from './support/db.js'
-import { runCli, startGatewayProcess, type GatewayProcess } from './support/process.js'
+import { runCli, startGatewayProcess, type GatewayProcess, embeddedDataDir } from './support/process.js'
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
 
@@ -46,7 +46,7 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
   let gw: GatewayProcess
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'vaultgate-boot-'))
+    dataDir = await embeddedDataDir('vaultgate-boot-')
     gw = await startGatewayProcess({ DATA_DIR: dataDir, SEED_DEMO: 'false' })
   })
   afterAll(async () => {
@@ -94,7 +94,7 @@ describe('importing a file from the command line', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
   it('refuses a corrupt file and a bad document in one sentence, writing nothing', async () => {
-    const env = { DATA_DIR: path.join(dir, 'data'), SEED_DEMO: 'false' }
+    const env = { DATA_DIR: await embeddedDataDir('vaultgate-import-'), SEED_DEMO: 'false' }
     await writeFile(path.join(dir, 'corrupt.json'), '{"vaults": [')
     const corrupt = await runCli(['import', path.join(dir, 'corrupt.json')], env)
     expect(corrupt).toMatchObject({ code: 1, stderr: `vaultgate: ${path.join(dir, 'corrupt.json')} is not valid JSON.\n` })

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageRoot } from '../src/core/paths.js'
 import { testBackend } from './support/db.js'
 import { explorerDocument } from './support/explorer-data.js'
-import { runCli } from './support/process.js'
+import { runCli, embeddedDataDir } from './support/process.js'
 
 const CLEAR = '\r\x1b[2K'
 
@@ -39,7 +39,7 @@ describe(`CLI progress (${testBackend})`, () => {
   const done = 'Imported 2 vault(s), 45 composition snapshot(s), 4 transaction(s).'
 
   it('shows the steps of an import on a terminal, then clears the line', async () => {
-    const r = await runInTerminal(['import', file], { DATA_DIR: path.join(dir, 'tty') })
+    const r = await runInTerminal(['import', file], { DATA_DIR: await embeddedDataDir('vaultgate-progress-tty-') })
     expect(r.code).toBe(0)
     const output = r.output.replace(/\r\n/g, '\n')
     for (const step of [
@@ -55,7 +55,7 @@ describe(`CLI progress (${testBackend})`, () => {
   })
 
   it('prints only the result when its output is piped', async () => {
-    const r = await runCli(['import', file], { DATA_DIR: path.join(dir, 'pipe'), LOG_LEVEL: 'warn' })
+    const r = await runCli(['import', file], { DATA_DIR: await embeddedDataDir('vaultgate-progress-pipe-'), LOG_LEVEL: 'warn' })
     expect(r).toEqual({ code: 0, stdout: `${done}\n`, stderr: '' })
   })
 })

@@ -1,7 +1,7 @@
 import type { GraphiQLOptions } from 'graphql-yoga'
 
 // GraphiQL opens with one document of example operations, together covering every query and
-// mutation (test/graphiql.test.ts checks that, and that each one validates and runs). One document
+// mutation (test/graphql/graphiql.test.ts checks that, and that each one validates and runs). One document
 // rather than one tab each: the bundled GraphiQL does not load a default tab's variables, nor
 // refresh its editors when switching between default tabs. So the examples take literal
 // arguments, and the run button asks which operation to run.

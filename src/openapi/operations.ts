@@ -8,7 +8,7 @@ import { VaultSchema } from '../rest/routes/vaults.js'
 import { buildOpenApiDocument, restOperation, type OperationDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
-// handlers, so their descriptions live here; test/openapi.test.ts checks that every route the app
+// handlers, so their descriptions live here; test/openapi/openapi.test.ts checks that every route the app
 // serves is described and that real answers match these schemas.
 
 const GraphQLRequest = component(

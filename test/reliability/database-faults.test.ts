@@ -9,7 +9,7 @@ import { freshStorage, testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { recordSql } from '../support/sql.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { classify, Tally } from './report.js'
+import { classify, Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
 const UNAVAILABLE = {

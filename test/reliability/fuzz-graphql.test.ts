@@ -4,8 +4,8 @@ import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
-import { nastyJson, nastyString, runs, violation } from './fuzz.js'
-import { Tally } from './report.js'
+import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
+import { Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
 

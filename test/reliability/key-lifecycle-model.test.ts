@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEY_LIFETIME_MS } from '../../src/keys/format.js'
 import { testBackend } from '../support/db.js'
 import { ADMIN_TOKEN, createKeysTestApp, manualClock, type KeysTestApp } from '../support/keys.js'
-import { runs } from './fuzz.js'
-import { Tally } from './report.js'
+import { runs } from '../support/fuzz.js'
+import { Tally } from '../support/report.js'
 
 // Random sequences of key operations over a few wallets, each answer compared with what a small
 // in-memory model of the rules (spec §4, decisions.md §7) says it must be.

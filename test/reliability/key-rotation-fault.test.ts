@@ -11,7 +11,7 @@ import { freshStorage, testBackend } from '../support/db.js'
 import { jwksOf, signSession, testKey, type TestKey } from '../support/jwt.js'
 import { INTERNAL_TOKEN } from '../support/keys.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { classify, Tally } from './report.js'
+import { classify, Tally } from '../support/report.js'
 
 const W = '0x7000000000000000000000000000000000000007'
 

@@ -38,7 +38,7 @@ describe(`secrets in logs (${testBackend})`, () => {
   })
   afterAll(async () => {
     setLogger(previous)
-    await t.close()
+    await t.app.close() // the test closed the database itself
   })
 
   const secrets = new Set<string>()
@@ -124,8 +124,17 @@ describe(`secrets in logs (${testBackend})`, () => {
     time.advance(31 * 86_400_000)
     await keep(await t.verify(first.body.data.apiKey))
     await keep(await t.request('/metrics'))
+    // Verification with the database gone: it fails closed, and says so in the log.
+    await t.db.close()
+    time.advance(30_000)
+    const closed = await t.verify(nearMiss)
+    expect(closed.status).toBe(503)
+    await keep(closed)
 
     const log = chunks.join('')
+    // The failures are logged (without their secrets): the failed create, the verification that could not read.
+    expect(log).toContain('resolver failed')
+    expect(log).toContain('API key verification unavailable')
     let bytesFound = 0
     const found: string[] = []
     for (const s of secrets) {

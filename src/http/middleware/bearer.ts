@@ -1,4 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { MiddlewareHandler } from 'hono'
+import { AppError } from '../../core/errors.js'
+import type { AppEnv } from '../env.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest()
 
@@ -16,4 +19,18 @@ export function bearerMatches(header: string | undefined | null, expected: strin
     expectedDigests.set(expected, digest)
   }
   return timingSafeEqual(sha256(match[1].trim()), digest)
+}
+
+/**
+ * Routes behind `Authorization: Bearer <token>`: absent (404) while the token is not configured,
+ * 401 for any other bearer. `name`: the setting, e.g. ADMIN_TOKEN.
+ */
+export function requireBearer(token: string | undefined, name: string, what: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
+    if (!bearerMatches(c.req.header('authorization'), token)) {
+      throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
+    }
+    await next()
+  }
 }

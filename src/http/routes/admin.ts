@@ -2,10 +2,10 @@ import { Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { systemClock, type Clock } from '../../core/clock.js'
 import type { Config } from '../../config.js'
-import { AppError, badRequest } from '../../core/errors.js'
+import { badRequest } from '../../core/errors.js'
 import { importDocument } from '../../importer/write.js'
 import { allowlistRoutes } from './allowlist.js'
-import { bearerMatches } from '../middleware/bearer.js'
+import { requireBearer } from '../middleware/bearer.js'
 import type { AppEnv } from '../env.js'
 
 export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
@@ -13,13 +13,7 @@ export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
 export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void; clock?: Clock } = {}) {
   const app = new Hono<AppEnv>()
-  app.use('*', async (c, next) => {
-    if (!config.adminToken) throw new AppError('not_found', 'Admin routes are disabled (ADMIN_TOKEN is not set).')
-    if (!bearerMatches(c.req.header('authorization'), config.adminToken)) {
-      throw new AppError('unauthorized', 'A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).')
-    }
-    await next()
-  })
+  app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin'))
 
   app.post(
     '/import',

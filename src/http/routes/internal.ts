@@ -1,11 +1,12 @@
 import { Hono } from 'hono'
 import type { Config } from '../../config.js'
-import { AppError, badRequest } from '../../core/errors.js'
+import { badRequest } from '../../core/errors.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { ApiKeyVerifier } from '../../keys/verifier.js'
 import type { AppEnv } from '../env.js'
 import { smallBodyLimit } from '../middleware/body-limit.js'
-import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
+import { requireBearer } from '../middleware/bearer.js'
+import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
@@ -13,13 +14,7 @@ import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-k
  */
 export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
-  app.use('*', async (c, next) => {
-    if (!config.internalToken) throw new AppError('not_found', 'Internal routes are disabled (INTERNAL_TOKEN is not set).')
-    if (!internalAuthorized(config, c.req.header('authorization'))) {
-      throw new AppError('unauthorized', 'A valid internal token is required (Authorization: Bearer <INTERNAL_TOKEN>).')
-    }
-    await next()
-  })
+  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal'))
 
   app.post(
     '/v1/apiKey/verify',
