@@ -90,7 +90,7 @@ export interface SessionAuth {
   verify(token: string): Promise<JWTPayload>
 }
 
-/** Verifies wallet-session JWTs (decisions.md §7); undefined when neither AUTH_JWKS_URL nor AUTH_JWKS_FILE is set. */
+/** Verifies wallet-session JWTs (docs/spec/decisions.md §7); undefined when neither AUTH_JWKS_URL nor AUTH_JWKS_FILE is set. */
 export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAuth | undefined {
   let resolve: JWTVerifyGetKey
   if (auth.jwksUrl) {

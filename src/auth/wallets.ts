@@ -20,7 +20,7 @@ function arrayClaim(value: unknown): unknown[] {
 
 /**
  * The EVM wallets a wallet-session token holds, lowercase and without duplicates, from the three
- * claim shapes of decisions.md §7:
+ * claim shapes of docs/spec/decisions.md §7:
  * - Dynamic: `verified_credentials[]` with `format: "blockchain"`, `chain: "eip155"`, `address`;
  * - Privy: `linked_accounts` (array or JSON string) with `type: "wallet"`, `chain_type: "ethereum"`, `address`;
  * - plain: `wallets`, an array of address strings or of objects with `address`.

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql'
 
-/** Every error code a client can see, REST and GraphQL alike (decisions.md §4, spec §7). */
+/** Every error code a client can see, REST and GraphQL alike (docs/spec/decisions.md §4, spec §7). */
 export type ErrorCode =
   | 'bad_request'
   | 'not_found'

@@ -1,7 +1,7 @@
 import { badRequest } from './errors.js'
 
 /**
- * The one page-size policy (spec §8, decisions.md §4): lists give 1 to 200 items per page, 50 by
+ * The one page-size policy (spec §8, docs/spec/decisions.md §4): lists give 1 to 200 items per page, 50 by
  * default, for the vault list and the transaction history, in GraphQL and REST alike. A size out
  * of range is refused, never clamped silently.
  */

@@ -487,7 +487,7 @@ function transactionsFor(rng: Rng, pair: PairPlan, prices: Decimal[], start: num
     const roll = rng()
     let status: TransactionStatus = forced ?? (roll < 0.03 ? 'failed' : roll < 0.06 ? 'cancelled' : t + settleMs > now ? 'pending' : 'completed')
     if (status === 'completed' && t + settleMs > now) status = 'pending'
-    // A pending out-flow has already left the balance (decisions.md §6); a pending deposit has not arrived.
+    // A pending out-flow has already left the balance (docs/spec/decisions.md §6); a pending deposit has not arrived.
     if (type === 'deposit' && status === 'completed') balance = balance.plus(shares)
     else if (type !== 'deposit' && (status === 'completed' || status === 'pending')) balance = balance.minus(shares)
     out.push({

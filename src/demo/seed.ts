@@ -10,7 +10,7 @@ export interface SeedResult {
 }
 
 /**
- * Loads the demo dataset when the database has no vaults yet (decisions.md §2). `now` defaults to
+ * Loads the demo dataset when the database has no vaults yet (docs/spec/decisions.md §2). `now` defaults to
  * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
  */
 export async function seedDemoIfEmpty(

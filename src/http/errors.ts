@@ -17,7 +17,7 @@ function answered(c: HonoContext<AppEnv>, error: unknown): AppError {
   return app
 }
 
-/** The one REST error body (decisions.md §4), for every error a route can produce. */
+/** The one REST error body (docs/spec/decisions.md §4), for every error a route can produce. */
 export function errorResponse(c: HonoContext<AppEnv>, error: unknown): Response {
   const app = answered(c, error)
   return c.json(errorBody(app.code, app.message), app.status as ContentfulStatusCode)

@@ -4,7 +4,7 @@ import { badRequest } from '../core/errors.js'
 import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
 import { normalizeAddress } from '../wallets/address.js'
 
-// The bulk-load document (decisions.md §7): its schema, and its validation as a whole. The types
+// The bulk-load document (docs/spec/decisions.md §7): its schema, and its validation as a whole. The types
 // of a validated document are the schema's output (src/importer/write.ts writes them).
 
 // ---------------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ function consistencyIssues(doc: ImportDocument): Issue[] {
 }
 
 /**
- * Validates a whole import document (decisions.md §7) and returns it in canonical form.
+ * Validates a whole import document (docs/spec/decisions.md §7) and returns it in canonical form.
  * Throws `bad_request` naming the offending JSON path(s), e.g. `transactions[3].amount: …`.
  * References to vaults outside the document are checked by importDocument, which sees the database.
  */

@@ -3,7 +3,7 @@ import type { Prisma } from '../generated/prisma/client.js'
 import { announceDataChange } from './changes.js'
 import { importShapes, reject, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
 
-// Writing a validated import document (decisions.md §7) in one transaction with set-based SQL:
+// Writing a validated import document (docs/spec/decisions.md §7) in one transaction with set-based SQL:
 // each chunk of rows travels as ONE jsonb parameter and is unpacked by jsonb_populate_recordset
 // into the table's own row type, so there is no per-row round trip and no bind-parameter limit,
 // column types come from the table itself (no second list of them here), and amounts reach

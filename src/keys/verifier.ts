@@ -10,7 +10,7 @@ export type { KeyStateRow }
 
 export type InactiveReason = 'unknown' | 'revoked' | 'expired' | 'not_whitelisted'
 
-/** decisions.md §7: what the order exchange learns about a presented key. */
+/** docs/spec/decisions.md §7: what the order exchange learns about a presented key. */
 export interface VerifyResult {
   active: boolean
   wallet: string | null

@@ -2,7 +2,7 @@ import { badRequest } from '../core/errors.js'
 import { parsePageSize } from '../core/page.js'
 
 // Query-parameter parsing for REST routes: malformed or out-of-range values are a 400, never
-// clamped or ignored (decisions.md §4).
+// clamped or ignored (docs/spec/decisions.md §4).
 
 /** A value from a fixed set; absent = `fallback`. */
 export function parseChoice<const T extends string>(name: string, text: string | undefined, values: readonly T[], fallback: T): T

@@ -1,6 +1,6 @@
 import { Decimal } from '../core/decimal.js'
 
-// Composition rules (decisions.md §6): the current composition grouped by platform or asset, and
+// Composition rules (docs/spec/decisions.md §6): the current composition grouped by platform or asset, and
 // the series of group weights over a time window, bucketed in SQL.
 
 export const GROUP_BYS = ['platform', 'asset'] as const

@@ -1,7 +1,7 @@
 import { badRequest } from '../core/errors.js'
 
 /**
- * The one EVM address rule (decisions.md §3): `0x` + 40 hex digits, accepted in any case, stored
+ * The one EVM address rule (docs/spec/decisions.md §3): `0x` + 40 hex digits, accepted in any case, stored
  * and answered lowercase. No checksum (EIP-55) check: mixed case is accepted as written, since
  * wallets and explorers disagree about when to apply it. Used by the REST parameters, GraphQL
  * arguments, the X-Service-Wallet header, session-token claims, the allowlist, the importer, the

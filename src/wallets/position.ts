@@ -19,7 +19,7 @@ export interface VaultPrices {
   baseAssetPriceUsd: DecimalLike
 }
 
-/** The spec's "User position summary" (its `as_of` is the request time), amounts formatted for the wire (decisions.md §3). */
+/** The spec's "User position summary" (its `as_of` is the request time), amounts formatted for the wire (docs/spec/decisions.md §3). */
 export interface PositionSummary {
   vaultId: string
   shareBalance: string
@@ -33,7 +33,7 @@ export interface PositionSummary {
 const dec = (v: DecimalLike) => new Decimal(typeof v === 'string' ? v : v.toFixed())
 
 /**
- * decisions.md §6. Out-flows count while pending too: a pending redeem's shares have already left
+ * docs/spec/decisions.md §6. Out-flows count while pending too: a pending redeem's shares have already left
  * the balance, and its amount is what the wallet will receive, so it is part of what it got back.
  * Sums of NUMERIC(78,18) values are exact and keep 18 decimals; only the two products are derived
  * amounts, each rounded once (half away from zero, 18 dp). `all_time_earned` rounds the whole

@@ -1,6 +1,6 @@
 import { Decimal, formatAmount, type DecimalLike } from '../core/decimal.js'
 
-/** How far back completed redeems count towards the average delay (decisions.md §6). */
+/** How far back completed redeems count towards the average delay (docs/spec/decisions.md §6). */
 export const REDEEM_DELAY_WINDOW_DAYS = 90
 
 /** Completed redeems count when `from <= completed_at <= to`; `to` is the request time. */

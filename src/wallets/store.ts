@@ -176,7 +176,7 @@ export interface PendingRedeems {
 }
 
 /**
- * decisions.md §6. The list reads transactions_pending_redeems_idx (oldest first: the order they
+ * docs/spec/decisions.md §6. The list reads transactions_pending_redeems_idx (oldest first: the order they
  * will be served in); the delay reads transactions_completed_redeems_idx, and is only asked for
  * when there is a pending redeem (without one there are no vaults to average over: 0).
  */

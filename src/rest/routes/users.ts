@@ -8,7 +8,7 @@ import { limitParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
-// The wallet reads of spec §4 (decisions.md §4). Per-wallet data: never cached by shared caches
+// The wallet reads of spec §4 (docs/spec/decisions.md §4). Per-wallet data: never cached by shared caches
 // (the shim's default `no-store`). Parameters are checked here so REST answers with the parameter's
 // own name (`limit`, not GraphQL's `first`); the resolvers check them again for GraphQL callers.
 
