@@ -131,7 +131,7 @@ const env = z.object({
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
-  // Memory (README "Performance" → "Memory").
+  // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
   EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
@@ -250,7 +250,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
-    // per request (README "Memory"): V8's own heuristic there.
+    // per request (docs/performance.md "Memory"): V8's own heuristic there.
     heapGrowingPercent: e.HEAP_GROWING_PERCENT >= 0 ? e.HEAP_GROWING_PERCENT : embedded ? 0 : 100,
     // Embedded mode runs PostgreSQL itself as WebAssembly, on every query.
     wasmOptimize: e.WASM_OPTIMIZE ?? embedded,

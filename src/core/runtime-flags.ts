@@ -1,7 +1,7 @@
 import v8 from 'node:v8'
 import type { Config } from '../config.js'
 
-// V8 settings that keep the gateway's resident memory small (README "Performance" → "Memory"),
+// V8 settings that keep the gateway's resident memory small (docs/performance.md "Memory"),
 // applied by the CLI once the configuration is known and before the database opens. Both act
 // after start-up, so no re-exec is needed: the heap growing factor is read at every GC, and the
 // WebAssembly tiers when a module is compiled (Prisma's query compiler and PGlite compile theirs

@@ -14,7 +14,7 @@ import type { RequestScope } from '../graphql/context.js'
 // while one background computation replaces it (stale-while-revalidate), so a popular expensive
 // read never makes its callers wait when it expires. Imports clear it at once, stale entries too:
 // through the admin hook in this process, and in every other process or instance through
-// PostgreSQL NOTIFY (see data-changes.ts). While the change feed is not connected, nothing is
+// PostgreSQL NOTIFY (src/importer/changes.ts, src/db/listen.ts). While the change feed is not connected, nothing is
 // cached. Per-user and key-management responses are
 // never stored: a GraphQL operation is cacheable only when every field it selects belongs to the
 // public types below; REST routes opt in one by one.
@@ -24,7 +24,7 @@ export interface CachedResponse {
   contentType: string
   etag?: string
   cacheControl?: string
-  /** The route pattern that produced it (the fast path labels its log line and metrics with it). */
+  /** The route pattern that produced it (the early answers label their log line and metrics with it). */
   route?: string
 }
 

@@ -40,7 +40,7 @@ async function seen(response: Response, { keepRequestId = false } = {}) {
   return { status: response.status, headers, body }
 }
 
-describe(`fast path (${testBackend})`, () => {
+describe(`early answers (${testBackend})`, () => {
   let t: KeysTestApp
   let routesOnly: App
 
@@ -167,7 +167,7 @@ describe(`fast path (${testBackend})`, () => {
   })
 })
 
-describe(`fast path rate limits (${testBackend})`, () => {
+describe(`early answers and rate limits (${testBackend})`, () => {
   it('counts a hit once, and answers the routes’ 429 past the limit', async () => {
     const t = await createKeysTestApp({ env: { RESPONSE_CACHE_TTL_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '3' } })
     try {
