@@ -1,6 +1,7 @@
 import { z } from 'zod'
-import { formatAmount, type DecimalLike } from '../decimal.js'
-import { Amount, Timestamp } from '../rest/wire.js'
+import { formatAmount, type DecimalLike } from '../core/decimal.js'
+import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
+import { AmountString as Amount, TimestampString as Timestamp } from '../core/formats.js'
 
 // The webhook event catalogue (decisions.md §11) and the wire shape of each event's `data`.
 // Field names and value formats are the REST shapes' (decisions.md §3): snake_case, amounts as
@@ -11,19 +12,18 @@ import { Amount, Timestamp } from '../rest/wire.js'
 export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.completed'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
-const TRANSACTION_TYPES = ['deposit', 'withdraw', 'redeem'] as const
-const TRANSACTION_STATUSES = ['pending', 'completed', 'failed', 'cancelled'] as const
-const VAULT_STATUSES = ['active', 'paused', 'closed'] as const
-
-const Address = z.string().regex(/^0x[0-9a-f]{40}$/).meta({ description: 'Wallet address, lowercase.' })
+const Address = z
+  .string()
+  .regex(/^0x[0-9a-f]{40}$/)
+  .meta({ description: 'Wallet address, lowercase.' })
 
 /** The spec's Transaction plus the owner `address`, `shares` and `completed_at` (the import document's shape). */
 export const TransactionData = z.object({
   id: z.string().min(1),
   vault_id: z.string().min(1),
   address: Address,
-  type: z.enum(TRANSACTION_TYPES),
-  status: z.enum(TRANSACTION_STATUSES),
+  type: z.enum(TransactionType),
+  status: z.enum(TransactionStatus),
   amount: Amount,
   shares: Amount,
   timestamp: Timestamp,
@@ -34,7 +34,7 @@ export type TransactionData = z.infer<typeof TransactionData>
 
 export const VaultUpdatedData = z.object({
   vault_id: z.string().min(1),
-  status: z.enum(VAULT_STATUSES),
+  status: z.enum(VaultStatus),
   tvl: Amount,
   share_price: Amount,
   /**
@@ -46,14 +46,13 @@ export const VaultUpdatedData = z.object({
 export type VaultUpdatedData = z.infer<typeof VaultUpdatedData>
 
 export const TransactionStatusChangedData = TransactionData.extend({
-  previous_status: z.enum(TRANSACTION_STATUSES),
+  previous_status: z.enum(TransactionStatus),
 }).refine((d) => d.status !== d.previous_status, { message: 'status must differ from previous_status' })
 export type TransactionStatusChangedData = z.infer<typeof TransactionStatusChangedData>
 
-export const RedeemCompletedData = TransactionData.refine(
-  (d) => d.type === 'redeem' && d.status === 'completed' && d.completed_at !== null,
-  { message: 'a redeem.completed event carries a completed redeem with completed_at' },
-)
+export const RedeemCompletedData = TransactionData.refine((d) => d.type === 'redeem' && d.status === 'completed' && d.completed_at !== null, {
+  message: 'a redeem.completed event carries a completed redeem with completed_at',
+})
 export type RedeemCompletedData = z.infer<typeof RedeemCompletedData>
 
 export const eventDataSchemas = {

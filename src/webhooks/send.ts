@@ -47,7 +47,7 @@ export function signatureHeaders(message: SignedMessage): Record<string, string>
 
 export async function sendWebhook(url: string, message: SignedMessage, options: SendOptions): Promise<AttemptResult> {
   const signal = AbortSignal.timeout(options.timeoutMs)
-  let target
+  let target: Awaited<ReturnType<typeof resolveTarget>>
   try {
     target = await abortable(resolveTarget(url, options.policy), signal)
   } catch (e) {

@@ -1,20 +1,38 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
-import { systemClock, type Clock } from '../clock.js'
-import { badRequest, notFound } from '../errors.js'
-import type { PrismaClient } from '../generated/prisma/client.js'
+import { systemClock, type Clock } from '../core/clock.js'
+import { badRequest, notFound } from '../core/errors.js'
+import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { checkWebhookUrl, OutboundRefused, type OutboundPolicy } from './outbound.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { generateSecret, type SecretBox } from './secrets.js'
-import { WEBHOOK_CHANNEL } from './wakeups.js'
+import {
+  attemptsOf,
+  deleteEndpointRow,
+  deliveryPage,
+  endpointSecrets,
+  findEndpoint,
+  insertEndpoint,
+  knownVaultIds,
+  listEndpointRows,
+  notifyWorkers,
+  replaceSecret,
+  replayDeliveryRow,
+  replayEventRows,
+  setEndpointDisabled,
+  type AttemptRow,
+  type DeliveryRow,
+  type EndpointRow,
+  type TxClient,
+} from './store.js'
 
 // What the admin routes and the CLI call (decisions.md §11): endpoints, their deliveries with every
 // attempt, and replays. Answers are in the REST wire format (snake_case, RFC 3339 timestamps);
 // bad input is a `bad_request` naming the field, an unknown id a `not_found`.
 
 export interface WebhookServiceOptions {
-  prisma: PrismaClient
+  prisma: TxClient
   secrets: SecretBox
   /** The URL rules (https in production, private addresses); DNS is checked at delivery, not here. */
   policy: Pick<OutboundPolicy, 'requireHttps' | 'allowPrivate'>
@@ -46,7 +64,7 @@ export interface WebhookDeliveryView {
   event_id: string
   event_type: WebhookEventType
   vault_id: string
-  status: 'pending' | 'delivering' | 'succeeded' | 'dead'
+  status: WebhookDeliveryStatus
   attempt_count: number
   /** When the next attempt is due; null unless pending. */
   next_attempt_at: string | null
@@ -67,8 +85,8 @@ export interface DeliveryPage {
   next_cursor: string | null
 }
 
-export type DeliveryStatus = WebhookDeliveryView['status']
-const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead'] as const
+export type DeliveryStatus = WebhookDeliveryStatus
+const DELIVERY_STATUSES = Object.values(WebhookDeliveryStatus)
 
 const MAX_VAULT_IDS = 100
 
@@ -104,50 +122,6 @@ export interface WebhookService {
   /** Re-seals every stored secret with the current WEBHOOK_SECRET_KEY (after a key rotation). */
   resealSecrets(): Promise<number>
 }
-
-interface EndpointRow {
-  id: string
-  url: string
-  event_types: string[]
-  vault_ids: string[] | null
-  created_at: Date
-  disabled_at: Date | null
-}
-
-interface DeliveryRow {
-  id: string
-  event_id: string
-  type: string
-  vault_id: string
-  status: DeliveryStatus
-  attempts: number
-  next_attempt_at: Date
-  retry_until: Date
-  last_status_code: number | null
-  last_error: string | null
-  created_at: Date
-  updated_at: Date
-  succeeded_at: Date | null
-  dead_at: Date | null
-}
-
-interface AttemptRow {
-  delivery_id: string
-  attempt: number
-  started_at: Date
-  duration_ms: number
-  status_code: number | null
-  error: string | null
-  response_body: string | null
-}
-
-const ENDPOINT_COLUMNS = `id::text AS id, url, event_types, vault_ids, created_at, disabled_at`
-
-const DELIVERY_SELECT = `
-SELECT d.id::text AS id, d.event_id::text AS event_id, ev.type, ev.vault_id, d.status::text AS status, d.attempts,
-       d.next_attempt_at, d.retry_until, d.last_status_code, d.last_error, d.created_at, d.updated_at,
-       d.succeeded_at, d.dead_at
-FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id`
 
 const iso = (d: Date) => new Date(d).toISOString()
 const isoOrNull = (d: Date | null) => (d === null ? null : iso(d))
@@ -195,7 +169,8 @@ function describeIssue(error: z.ZodError): string {
   const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
   if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: is not a known field (url, event_types, vault_ids)`
   if (issue.code === 'invalid_value' && path.startsWith('event_types')) return `${path}: must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`
-  if (issue.code === 'invalid_type') return `${path || 'body'}: ${issue.input === undefined ? 'is required' : `must be ${issue.expected === 'array' ? 'an array' : issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`}`
+  if (issue.code === 'invalid_type')
+    return `${path || 'body'}: ${issue.input === undefined ? 'is required' : `must be ${issue.expected === 'array' ? 'an array' : issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`}`
   return `${path}: ${issue.message}`
 }
 
@@ -232,23 +207,9 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
 
   async function endpointRow(id: string): Promise<EndpointRow> {
     requireUuid(id, 'webhook endpoint')
-    const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1::uuid`, id)
+    const row = await findEndpoint(prisma, id)
     if (!row) throw notFound(`No webhook endpoint with id ${id}.`)
     return row
-  }
-
-  async function attemptsOf(deliveryIds: string[]): Promise<Map<string, AttemptRow[]>> {
-    const byDelivery = new Map<string, AttemptRow[]>()
-    if (deliveryIds.length === 0) return byDelivery
-    const rows = await prisma.$queryRawUnsafe<AttemptRow[]>(
-      `SELECT delivery_id::text AS delivery_id, attempt, started_at, duration_ms, status_code, error, response_body
-       FROM webhook_delivery_attempts
-       WHERE delivery_id IN (SELECT value::uuid FROM json_array_elements_text($1::json))
-       ORDER BY delivery_id, started_at, id`,
-      JSON.stringify(deliveryIds),
-    )
-    for (const r of rows) byDelivery.set(r.delivery_id, [...(byDelivery.get(r.delivery_id) ?? []), r])
-    return byDelivery
   }
 
   return {
@@ -265,34 +226,24 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       const eventTypes = [...new Set(event_types)]
       const vaultIds = vault_ids ? [...new Set(vault_ids)] : null
       if (vaultIds) {
-        const known = await prisma.$queryRawUnsafe<{ id: string }[]>(
-          `SELECT id FROM vaults WHERE id IN (SELECT value FROM json_array_elements_text($1::json))`,
-          JSON.stringify(vaultIds),
-        )
-        const missing = vaultIds.filter((v) => !known.some((k) => k.id === v))
-        if (missing.length > 0) throw badRequest(`vault_ids: no vault with id ${missing.slice(0, 5).map((m) => JSON.stringify(m)).join(', ')}.`)
+        const known = await knownVaultIds(prisma, vaultIds)
+        const missing = vaultIds.filter((v) => !known.has(v))
+        if (missing.length > 0)
+          throw badRequest(
+            `vault_ids: no vault with id ${missing
+              .slice(0, 5)
+              .map((m) => JSON.stringify(m))
+              .join(', ')}.`,
+          )
       }
       const id = randomUUID()
       const secret = generateSecret()
-      const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(
-        `INSERT INTO webhook_endpoints (id, url, event_types, vault_ids, secret, created_at)
-         VALUES ($1::uuid, $2, ARRAY(SELECT json_array_elements_text($3::json)),
-                 CASE WHEN $4::json IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($4::json)) END,
-                 $5, $6::timestamptz)
-         RETURNING ${ENDPOINT_COLUMNS}`,
-        id,
-        url,
-        JSON.stringify(eventTypes),
-        vaultIds === null ? null : JSON.stringify(vaultIds),
-        secrets.seal(secret, id),
-        clock().toISOString(),
-      )
-      return { endpoint: endpointView(row!), secret }
+      const row = await insertEndpoint(prisma, { id, url, eventTypes, vaultIds, sealedSecret: secrets.seal(secret, id), createdAt: clock() })
+      return { endpoint: endpointView(row), secret }
     },
 
     async listEndpoints() {
-      const rows = await prisma.$queryRawUnsafe<EndpointRow[]>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id`)
-      return rows.map(endpointView)
+      return (await listEndpointRows(prisma)).map(endpointView)
     },
 
     async getEndpoint(id) {
@@ -301,45 +252,30 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
 
     async deleteEndpoint(id) {
       requireUuid(id, 'webhook endpoint')
-      const deleted = await prisma.$executeRawUnsafe(`DELETE FROM webhook_endpoints WHERE id = $1::uuid`, id)
-      if (deleted === 0) throw notFound(`No webhook endpoint with id ${id}.`)
+      if (!(await deleteEndpointRow(prisma, id))) throw notFound(`No webhook endpoint with id ${id}.`)
     },
 
     async setDisabled(id, disabled) {
       requireUuid(id, 'webhook endpoint')
-      const [row] = await prisma.$queryRawUnsafe<EndpointRow[]>(
-        `UPDATE webhook_endpoints SET disabled_at = CASE WHEN $2::boolean THEN COALESCE(disabled_at, $3::timestamptz) END
-         WHERE id = $1::uuid RETURNING ${ENDPOINT_COLUMNS}`,
-        id,
-        disabled,
-        clock().toISOString(),
-      )
+      const row = await setEndpointDisabled(prisma, id, disabled, clock())
       if (!row) throw notFound(`No webhook endpoint with id ${id}.`)
-      if (!disabled) await prisma.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
+      if (!disabled) await notifyWorkers(prisma)
       return endpointView(row)
     },
 
     async listDeliveries(endpointId, { limit = 50, cursor, status } = {}) {
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw badRequest('limit must be an integer from 1 to 200.')
-      if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(', ')}.`)
+      if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status))
+        throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(', ')}.`)
       await endpointRow(endpointId)
       const scope = `${endpointId}:${status ?? ''}`
       const after = cursor === undefined ? null : decodeCursor(cursor, scope)
-      const rows = await prisma.$queryRawUnsafe<DeliveryRow[]>(
-        `${DELIVERY_SELECT}
-         WHERE d.endpoint_id = $1::uuid
-           AND ($2::text IS NULL OR d.status = $2::text::"WebhookDeliveryStatus")
-           AND ($3::timestamptz IS NULL OR (d.created_at, d.id) < ($3::timestamptz, $4::uuid))
-         ORDER BY d.created_at DESC, d.id DESC
-         LIMIT $5::int`,
-        endpointId,
-        status ?? null,
-        after ? after.createdAt.toISOString() : null,
-        after ? after.id : null,
-        limit + 1,
-      )
+      const rows = await deliveryPage(prisma, endpointId, { status: (status as WebhookDeliveryStatus | undefined) ?? null, after, take: limit + 1 })
       const page = rows.slice(0, limit)
-      const attempts = await attemptsOf(page.map((r) => r.id))
+      const attempts = await attemptsOf(
+        prisma,
+        page.map((r) => r.id),
+      )
       const last = page.at(-1)
       return {
         items: page.map((r) => deliveryView(r, attempts.get(r.id) ?? [])),
@@ -351,76 +287,27 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       requireUuid(endpointId, 'webhook endpoint')
       requireUuid(deliveryId, 'webhook delivery')
       const now = clock()
-      const row = await prisma.$transaction(async (tx) => {
-        const [found] = await tx.$queryRawUnsafe<{ status: DeliveryStatus }[]>(
-          `SELECT status::text AS status FROM webhook_deliveries WHERE id = $1::uuid AND endpoint_id = $2::uuid FOR UPDATE`,
-          deliveryId,
-          endpointId,
-        )
-        if (!found) throw notFound(`No delivery ${deliveryId} of webhook endpoint ${endpointId}.`)
-        if (found.status !== 'delivering') {
-          await tx.$executeRawUnsafe(
-            `UPDATE webhook_deliveries
-             SET status = 'pending', next_attempt_at = $2::timestamptz, retry_until = $3::timestamptz,
-                 retry_from_attempt = attempts, dead_at = NULL, updated_at = $2::timestamptz
-             WHERE id = $1::uuid`,
-            deliveryId,
-            now.toISOString(),
-            new Date(now.getTime() + retry.windowMs).toISOString(),
-          )
-          await tx.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
-        }
-        const [r] = await tx.$queryRawUnsafe<DeliveryRow[]>(`${DELIVERY_SELECT} WHERE d.id = $1::uuid`, deliveryId)
-        return r!
-      })
-      return deliveryView(row, (await attemptsOf([row.id])).get(row.id) ?? [])
+      const row = await replayDeliveryRow(prisma, endpointId, deliveryId, now, new Date(now.getTime() + retry.windowMs))
+      if (!row) throw notFound(`No delivery ${deliveryId} of webhook endpoint ${endpointId}.`)
+      return deliveryView(row, (await attemptsOf(prisma, [row.id])).get(row.id) ?? [])
     },
 
     async replayEvent(eventId, endpointId) {
       requireUuid(eventId, 'webhook event')
       if (endpointId !== undefined) await endpointRow(endpointId)
       const now = clock()
-      return prisma.$transaction(async (tx) => {
-        const [event] = await tx.$queryRawUnsafe<{ type: string }[]>(`SELECT type FROM webhook_events WHERE id = $1::uuid`, eventId)
-        if (!event) throw notFound(`No webhook event with id ${eventId}.`)
-        // Deliveries in flight are left to finish; the others are (re)set to pending, due now.
-        const [counts] = await tx.$queryRawUnsafe<{ deliveries: number; matched: number }[]>(
-          `WITH targets AS (
-             SELECT e.id FROM webhook_endpoints e JOIN webhook_events ev ON ev.id = $1::uuid
-             WHERE e.disabled_at IS NULL AND ev.type = ANY (e.event_types)
-               AND (e.vault_ids IS NULL OR ev.vault_id = ANY (e.vault_ids))
-               AND ($2::uuid IS NULL OR e.id = $2::uuid)
-           ), upserted AS (
-             INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at, retry_until, created_at, updated_at)
-             SELECT $1::uuid, t.id, 'pending', $3::timestamptz, $4::timestamptz, $3::timestamptz, $3::timestamptz FROM targets t
-             ON CONFLICT (event_id, endpoint_id) DO UPDATE
-               SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, retry_until = EXCLUDED.retry_until,
-                   retry_from_attempt = webhook_deliveries.attempts, dead_at = NULL, updated_at = EXCLUDED.updated_at
-               WHERE webhook_deliveries.status <> 'delivering'
-             RETURNING 1
-           )
-           SELECT (SELECT count(*) FROM upserted)::int AS deliveries, (SELECT count(*) FROM targets)::int AS matched`,
-          eventId,
-          endpointId ?? null,
-          now.toISOString(),
-          new Date(now.getTime() + retry.windowMs).toISOString(),
-        )
-        if (endpointId !== undefined && counts!.matched === 0) {
-          throw badRequest(`Webhook endpoint ${endpointId} is disabled or does not subscribe to this event (${event.type} of its vault).`)
-        }
-        if (counts!.deliveries > 0) await tx.$executeRawUnsafe(`NOTIFY ${WEBHOOK_CHANNEL}`)
-        return { deliveries: counts!.deliveries }
-      })
+      const result = await replayEventRows(prisma, eventId, endpointId ?? null, now, new Date(now.getTime() + retry.windowMs))
+      if (!result) throw notFound(`No webhook event with id ${eventId}.`)
+      if (endpointId !== undefined && result.matched === 0) {
+        throw badRequest(`Webhook endpoint ${endpointId} is disabled or does not subscribe to this event (${result.type} of its vault).`)
+      }
+      return { deliveries: result.deliveries }
     },
 
     async resealSecrets() {
       if (!secrets.sealing) return 0
-      const rows = await prisma.$queryRawUnsafe<{ id: string; secret: string }[]>(`SELECT id::text AS id, secret FROM webhook_endpoints`)
       let n = 0
-      for (const r of rows) {
-        const resealed = secrets.seal(secrets.open(r.secret, r.id), r.id)
-        n += await prisma.$executeRawUnsafe(`UPDATE webhook_endpoints SET secret = $2 WHERE id = $1::uuid AND secret = $3`, r.id, resealed, r.secret)
-      }
+      for (const r of await endpointSecrets(prisma)) n += await replaceSecret(prisma, r.id, r.secret, secrets.seal(secrets.open(r.secret, r.id), r.id))
       return n
     },
   }

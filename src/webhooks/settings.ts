@@ -18,7 +18,10 @@ export function webhookSettingsFromEnv(env: Record<string, string | undefined>):
   if (allow !== undefined && allow !== '' && allow !== 'true' && allow !== 'false') {
     throw new Error('WEBHOOK_ALLOW_PRIVATE must be true or false.')
   }
-  const keys = (env.WEBHOOK_SECRET_KEY ?? '').split(',').map((k) => k.trim()).filter(Boolean)
+  const keys = (env.WEBHOOK_SECRET_KEY ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean)
   return {
     policy: { requireHttps: env.NODE_ENV === 'production', allowPrivate: allow === 'true' },
     secretKeys: keys.map(parseSecretKey),

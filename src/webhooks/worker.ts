@@ -1,11 +1,11 @@
-import { systemClock, type Clock } from '../clock.js'
-import type { PrismaClient } from '../generated/prisma/client.js'
-import { logger, type Logger } from '../log.js'
+import { systemClock, type Clock } from '../core/clock.js'
+import { logger, type Logger } from '../core/log.js'
 import type { WebhookBody, WebhookEventType } from './events.js'
 import type { OutboundPolicy } from './outbound.js'
 import { DEFAULT_RETRY, nextAttemptAt, type RetryPolicy } from './retry.js'
 import type { SecretBox } from './secrets.js'
 import { sendWebhook, type AttemptResult } from './send.js'
+import { claimDeliveries, pruneEvents, recordAttempt, type TxClient } from './store.js'
 import type { WakeupSource } from './wakeups.js'
 
 // The delivery worker. Every instance runs one; together they keep at most one delivery in flight
@@ -26,7 +26,7 @@ import type { WakeupSource } from './wakeups.js'
 // Delivery is therefore at least once; receivers deduplicate on `webhook-id`.
 
 export interface WebhookWorkerOptions {
-  prisma: PrismaClient
+  prisma: TxClient
   secrets: SecretBox
   policy: OutboundPolicy
   clock?: Clock
@@ -91,110 +91,6 @@ export interface WebhookWorker {
 
 const ABANDONED = 'abandoned: no result within the lease (the delivering instance stopped or lost its database)'
 
-const LEASE_SQL = `
-UPDATE webhook_endpoints AS e
-SET lease_token = gen_random_uuid(), lease_expires_at = $2::timestamptz
-WHERE e.id IN (
-  SELECT c.id
-  FROM webhook_endpoints c
-  CROSS JOIN LATERAL (
-    SELECT d.next_attempt_at FROM webhook_deliveries d
-    WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'delivering')
-    ORDER BY d.next_attempt_at
-    LIMIT 1
-  ) due
-  WHERE c.disabled_at IS NULL
-    AND (c.lease_expires_at IS NULL OR c.lease_expires_at <= $1::timestamptz)
-    AND due.next_attempt_at <= $1::timestamptz
-  ORDER BY due.next_attempt_at
-  LIMIT $3::int
-  FOR UPDATE OF c SKIP LOCKED
-)
-RETURNING e.id::text AS id, e.lease_token::text AS token`
-
-// Runs in the claim transaction after LEASE_SQL, so its snapshot already sees whatever the
-// endpoints' previous holders committed before we got their rows.
-const PICK_SQL = `
-WITH leased AS (
-  SELECT x.id, x.token FROM json_to_recordset($1::json) AS x(id uuid, token uuid)
-), pick AS (
-  SELECT DISTINCT ON (d.endpoint_id) d.id, d.status AS previous_status, d.attempts AS previous_attempts,
-         d.updated_at AS previous_claimed_at, l.token
-  FROM leased l
-  JOIN webhook_deliveries d ON d.endpoint_id = l.id
-  WHERE d.status IN ('pending', 'delivering') AND d.next_attempt_at <= $2::timestamptz
-  ORDER BY d.endpoint_id, d.next_attempt_at, d.created_at, d.id
-), abandoned AS (
-  INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, error)
-  SELECT p.id, p.previous_attempts, p.previous_claimed_at,
-         GREATEST(0, floor(extract(epoch FROM ($2::timestamptz - p.previous_claimed_at)) * 1000))::int, $4::text
-  FROM pick p
-  WHERE p.previous_status = 'delivering'
-), claimed AS (
-  UPDATE webhook_deliveries d
-  SET status = 'delivering', attempts = d.attempts + 1, lease_token = p.token,
-      next_attempt_at = $3::timestamptz, updated_at = $2::timestamptz
-  FROM pick p
-  WHERE d.id = p.id
-  RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.retry_from_attempt, d.retry_until, d.lease_token
-)
-SELECT c.id::text AS delivery_id, c.endpoint_id::text AS endpoint_id, c.event_id::text AS event_id, c.attempts,
-       c.retry_from_attempt, c.retry_until, c.lease_token::text AS lease_token, e.url, e.secret,
-       ev.type, ev.payload, ev.created_at
-FROM claimed c
-JOIN webhook_endpoints e ON e.id = c.endpoint_id
-JOIN webhook_events ev ON ev.id = c.event_id`
-
-const RELEASE_SQL = `
-UPDATE webhook_endpoints SET lease_token = NULL, lease_expires_at = NULL
-WHERE lease_token IN (SELECT value::uuid FROM json_array_elements_text($1::json))`
-
-const RECORD_SQL = `
-WITH d AS (
-  UPDATE webhook_deliveries
-  SET status = $3::text::"WebhookDeliveryStatus",
-      next_attempt_at = COALESCE($4::timestamptz, next_attempt_at),
-      lease_token = NULL,
-      last_status_code = $5::int,
-      last_error = $6::text,
-      updated_at = $7::timestamptz,
-      succeeded_at = CASE WHEN $3::text = 'succeeded' THEN $7::timestamptz ELSE succeeded_at END,
-      dead_at = CASE WHEN $3::text = 'dead' THEN $7::timestamptz END
-  WHERE id = $1::uuid AND lease_token = $2::uuid AND status = 'delivering'
-  RETURNING id, attempts
-), log AS (
-  INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
-  SELECT d.id, d.attempts, $8::timestamptz, $9::int, $5::int, $6::text, $10::text FROM d
-), release AS (
-  UPDATE webhook_endpoints SET lease_token = NULL, lease_expires_at = NULL
-  WHERE id = $11::uuid AND lease_token = $2::uuid
-)
-SELECT count(*)::int AS recorded FROM d`
-
-const PRUNE_SQL = `
-DELETE FROM webhook_events
-WHERE id IN (
-  SELECT ev.id FROM webhook_events ev
-  WHERE ev.created_at < $1::timestamptz
-    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.status IN ('pending', 'delivering'))
-  LIMIT 5000
-)`
-
-interface PickRow {
-  delivery_id: string
-  endpoint_id: string
-  event_id: string
-  attempts: number
-  retry_from_attempt: number
-  retry_until: Date
-  lease_token: string
-  url: string
-  secret: string
-  type: WebhookEventType
-  payload: Record<string, unknown>
-  created_at: Date
-}
-
 const PRUNE_EVERY_MS = 60 * 60_000
 
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
@@ -213,19 +109,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   async function claim(limit = concurrency): Promise<ClaimedDelivery[]> {
     const now = clock()
     const leaseUntil = new Date(now.getTime() + leaseMs)
-    const rows = await prisma.$transaction(async (tx) => {
-      const leased = await tx.$queryRawUnsafe<{ id: string; token: string }[]>(LEASE_SQL, now.toISOString(), leaseUntil.toISOString(), limit)
-      if (leased.length === 0) return []
-      const picked = await tx.$queryRawUnsafe<PickRow[]>(PICK_SQL, JSON.stringify(leased), now.toISOString(), leaseUntil.toISOString(), ABANDONED)
-      // An endpoint whose due delivery was finished by its previous holder between our two
-      // statements: give the lease back at once rather than idle it until it expires.
-      const used = new Set(picked.map((p) => p.lease_token))
-      const unused = leased.filter((l) => !used.has(l.token)).map((l) => l.token)
-      if (unused.length > 0) await tx.$executeRawUnsafe(RELEASE_SQL, JSON.stringify(unused))
-      return picked
-      // READ COMMITTED whatever the server's default: the lease relies on its re-check of a row
-      // updated since the statement began (REPEATABLE READ would fail the claim instead).
-    }, { isolationLevel: 'ReadCommitted' })
+    const rows = await claimDeliveries(prisma, { now, leaseUntil, limit, abandonedNote: ABANDONED })
     return rows.map((r) => ({
       deliveryId: r.delivery_id,
       endpointId: r.endpoint_id,
@@ -262,27 +146,35 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const now = clock()
     const next = result.ok ? null : nextAttemptAt(now, claimed.attempt - claimed.retryFromAttempt, claimed.retryUntil, retry, random)
     const status = result.ok ? 'succeeded' : next ? 'pending' : 'dead'
-    const [row] = await prisma.$queryRawUnsafe<{ recorded: number }[]>(
-      RECORD_SQL,
-      claimed.deliveryId,
-      claimed.leaseToken,
+    const recorded = await recordAttempt(prisma, {
+      deliveryId: claimed.deliveryId,
+      endpointId: claimed.endpointId,
+      leaseToken: claimed.leaseToken,
       status,
-      next?.toISOString() ?? null,
-      result.statusCode,
-      result.error,
-      now.toISOString(),
-      started.toISOString(),
+      nextAttemptAt: next,
+      statusCode: result.statusCode,
+      error: result.error,
+      responseBody: result.responseBody,
+      startedAt: started,
+      finishedAt: now,
       durationMs,
-      result.responseBody,
-      claimed.endpointId,
-    )
-    const recorded = (row?.recorded ?? 0) > 0
+    })
     const fields = { deliveryId: claimed.deliveryId, endpointId: claimed.endpointId, attempt: claimed.attempt, status, statusCode: result.statusCode }
     if (!recorded) log().warn(fields, 'webhook attempt not recorded: its lease ran out (another instance owns the delivery now) or the endpoint was deleted')
     else if (status === 'dead') log().warn({ ...fields, error: result.error }, 'webhook delivery dead-lettered after its retry window')
     else if (!result.ok) log().info({ ...fields, error: result.error, nextAttemptAt: next }, 'webhook delivery failed; retrying later')
     else log().debug(fields, 'webhook delivered')
-    return { deliveryId: claimed.deliveryId, endpointId: claimed.endpointId, eventId: claimed.eventId, attempt: claimed.attempt, status, statusCode: result.statusCode, error: result.error, nextAttemptAt: next, recorded }
+    return {
+      deliveryId: claimed.deliveryId,
+      endpointId: claimed.endpointId,
+      eventId: claimed.eventId,
+      attempt: claimed.attempt,
+      status,
+      statusCode: result.statusCode,
+      error: result.error,
+      nextAttemptAt: next,
+      recorded,
+    }
   }
 
   async function runOnce(): Promise<DeliveryOutcome[]> {
@@ -292,7 +184,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const outcomes: DeliveryOutcome[] = []
     for (const [i, s] of settled.entries()) {
       if (s.status === 'fulfilled') outcomes.push(s.value)
-      else log().warn({ deliveryId: claimed[i]!.deliveryId, err: (s.reason as Error)?.message }, 'webhook attempt not recorded; its lease will run out and it will be retried')
+      else
+        log().warn(
+          { deliveryId: claimed[i]!.deliveryId, err: (s.reason as Error)?.message },
+          'webhook attempt not recorded; its lease will run out and it will be retried',
+        )
     }
     if (claimed.length > 0 && outcomes.length === 0) throw new Error('no webhook attempt of this round could be recorded')
     return outcomes
@@ -325,7 +221,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   async function prune() {
     if (retentionMs <= 0 || Date.now() - lastPrune < PRUNE_EVERY_MS) return
     lastPrune = Date.now()
-    const removed = await prisma.$executeRawUnsafe(PRUNE_SQL, new Date(clock().getTime() - retentionMs).toISOString())
+    const removed = await pruneEvents(prisma, new Date(clock().getTime() - retentionMs))
     if (removed > 0) log().info({ removed }, 'webhook events past retention deleted')
   }
 

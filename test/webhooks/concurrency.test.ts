@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db.js'
+import type { Database } from '../../src/db/client.js'
 import type { DeliveryOutcome, WebhookWorker } from '../../src/webhooks/worker.js'
 import { testBackend, testDatabase } from '../support/db.js'
 import { startReceiver, type Receiver } from './receiver.js'
@@ -51,7 +51,10 @@ describe(`two instances (${testBackend})`, () => {
   it('never deliver to one endpoint concurrently, and deliver every event exactly once', async () => {
     const eps = await endpoints(3)
     const events = 12
-    await emit(db, Array.from({ length: events }, (_, i) => txEvent(`t${i}`)))
+    await emit(
+      db,
+      Array.from({ length: events }, (_, i) => txEvent(`t${i}`)),
+    )
     // Each answer takes a while, so overlapping requests would be seen if they were made.
     receiver.respond = () => ({ status: 200, delayMs: 25 })
 
@@ -88,7 +91,10 @@ describe(`two instances (${testBackend})`, () => {
 
   it('racing claims never hand one endpoint to both instances', async () => {
     const eps = await endpoints(6)
-    await emit(db, Array.from({ length: 3 }, (_, i) => txEvent(`t${i}`)))
+    await emit(
+      db,
+      Array.from({ length: 3 }, (_, i) => txEvent(`t${i}`)),
+    )
     const a = workerFor(db)
     const b = workerFor(other)
     for (let round = 0; round < 3; round++) {

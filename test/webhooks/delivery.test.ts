@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db.js'
+import type { Database } from '../../src/db/client.js'
 import { emitEvents } from '../../src/webhooks/emit.js'
-import { channelWakeups } from '../../src/webhooks/wakeups.js'
+import { feedWakeups } from '../../src/webhooks/wakeups.js'
 import { testDatabase } from '../support/db.js'
 import { startReceiver, within, type Receiver } from './receiver.js'
-import { attemptLog, clearWebhooks, deliveryOf, emit, insertVaults, listenOn, serviceFor, shiftedClock, txEvent, workerFor } from './setup.js'
+import { attemptLog, clearWebhooks, deliveryOf, emit, insertVaults, feedOn, serviceFor, shiftedClock, txEvent, workerFor } from './setup.js'
 
 // Delivery against a real HTTP receiver that verifies with the standardwebhooks package.
 
@@ -52,14 +52,14 @@ describe('webhook delivery', () => {
       data: {
         id: 't1',
         vault_id: 'v1',
-        address: '0x' + 'a'.repeat(40),
+        address: `0x${'a'.repeat(40)}`,
         type: 'deposit',
         status: 'completed',
         amount: '1500.25',
         shares: '1428.809523809523809524',
         timestamp: '2026-11-21T12:00:00.000Z',
         completed_at: '2026-11-21T12:00:00.000Z',
-        tx_hash: '0x' + 'b'.repeat(64),
+        tx_hash: `0x${'b'.repeat(64)}`,
       },
     })
     expect(got!.verifyResult).toEqual(JSON.parse(got!.body))
@@ -73,15 +73,15 @@ describe('webhook delivery', () => {
   it('a receiver that fails 3 times and then answers 2xx gets the event exactly once more, and nothing after', async () => {
     const ep = await endpoint('/flaky')
     receiver.respond = (_req, n) => (n <= 3 ? { status: 500, body: 'temporarily broken' } : { status: 200, body: 'ok' })
-    const listener = listenOn(db)
-    const worker = workerFor(db, { wakeups: channelWakeups(listener.listen), idlePollMs: 20 })
+    const feed = feedOn(db)
+    const worker = workerFor(db, { wakeups: feedWakeups(feed), idlePollMs: 20 })
     worker.start()
     try {
       await emit(db, [txEvent('t1')])
       expect(await within(15_000, async () => (await deliveryOf(db, ep.id))[0]?.status === 'succeeded')).toBe(true)
     } finally {
       await worker.stop()
-      await listener.close()
+      await feed.close()
     }
     const got = on('/flaky')
     expect(got).toHaveLength(4)
@@ -183,25 +183,20 @@ describe('webhook delivery', () => {
 
   it('wakes on the commit of new events (no polling needed)', async () => {
     const ep = await endpoint('/wake')
-    const listener = listenOn(db)
-    let listening = false
-    const listen: typeof listener.listen = async (channel, onNotify) => {
-      const stop = await listener.listen(channel, onNotify)
-      listening = true
-      return stop
-    }
+    const feed = feedOn(db)
     // An idle poll far longer than the test: only the notification can start the delivery.
-    const worker = workerFor(db, { wakeups: channelWakeups(listen), idlePollMs: 10 * 60_000 })
+    const worker = workerFor(db, { wakeups: feedWakeups(feed), idlePollMs: 10 * 60_000 })
     worker.start()
     try {
-      expect(await within(5000, () => listening)).toBe(true)
+      await feed.ready
+      expect(feed.live).toBe(true)
       // Let the first round (which finds nothing) finish, so the worker is idle when the event comes.
       await new Promise((r) => setTimeout(r, 100))
       await emit(db, [txEvent('t1')])
       expect(await within(10_000, () => on('/wake').length === 1)).toBe(true)
     } finally {
       await worker.stop()
-      await listener.close()
+      await feed.close()
     }
     expect(await deliveryOf(db, ep.id)).toMatchObject([{ status: 'succeeded' }])
   })
@@ -236,4 +231,3 @@ describe('webhook delivery', () => {
     expect(await deliveryOf(db, ep.id)).toMatchObject([{ status: 'pending', attempts: 1, last_error: 'no response within 0.3 s' }])
   })
 })
-

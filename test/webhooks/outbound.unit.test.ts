@@ -25,22 +25,65 @@ function fakeDns(table: Record<string, string[]>): Resolver & { calls: string[] 
 
 describe('isPublicAddress', () => {
   it.each([
-    '127.0.0.1', '127.255.255.254', '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.255', '192.168.1.1',
-    '169.254.169.254', '169.254.0.1', '100.64.0.1', '100.127.255.254', '0.0.0.0', '0.1.2.3', '255.255.255.255',
-    '224.0.0.1', '240.0.0.1', '192.0.2.10', '198.18.0.1', '198.51.100.1', '203.0.113.1', '192.0.0.8',
-    '::', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:8.8.8.8', '::127.0.0.1',
-    'fc00::1', 'fd12:3456::1', 'fe80::1', 'febf::1', 'fec0::1', 'ff02::1', '64:ff9b::127.0.0.1', '64:ff9b::a9fe:a9fe',
-    '64:ff9b:1::1', '2001:db8::1', '2001::1', '2002:7f00:1::1', '100::1', 'not-an-address',
+    '127.0.0.1',
+    '127.255.255.254',
+    '10.0.0.1',
+    '10.255.255.255',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '169.254.0.1',
+    '100.64.0.1',
+    '100.127.255.254',
+    '0.0.0.0',
+    '0.1.2.3',
+    '255.255.255.255',
+    '224.0.0.1',
+    '240.0.0.1',
+    '192.0.2.10',
+    '198.18.0.1',
+    '198.51.100.1',
+    '203.0.113.1',
+    '192.0.0.8',
+    '::',
+    '::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:10.0.0.1',
+    '::ffff:8.8.8.8',
+    '::127.0.0.1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'febf::1',
+    'fec0::1',
+    'ff02::1',
+    '64:ff9b::127.0.0.1',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b:1::1',
+    '2001:db8::1',
+    '2001::1',
+    '2002:7f00:1::1',
+    '100::1',
+    'not-an-address',
   ])('%s is not public', (address) => {
     expect(isPublicAddress(address)).toBe(false)
   })
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '169.253.255.255', '2606:4700:4700::1111', '2a00:1450:4001::200e', '64:ff9b::8.8.8.8'])(
-    '%s is public',
-    (address) => {
-      expect(isPublicAddress(address)).toBe(true)
-    },
-  )
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.32.0.1',
+    '100.128.0.1',
+    '169.253.255.255',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+    '64:ff9b::8.8.8.8',
+  ])('%s is public', (address) => {
+    expect(isPublicAddress(address)).toBe(true)
+  })
 })
 
 describe('checkWebhookUrl', () => {
@@ -78,15 +121,25 @@ describe('checkWebhookUrl', () => {
 
 describe('resolveTarget', () => {
   it('refuses a name that resolves to loopback (the system resolver)', async () => {
-    await expect(resolveTarget('http://localhost:4000/hook', guarded)).rejects.toThrow(/^localhost resolves to (127\.0\.0\.1|::1), which is not a public address\.$/)
+    await expect(resolveTarget('http://localhost:4000/hook', guarded)).rejects.toThrow(
+      /^localhost resolves to (127\.0\.0\.1|::1), which is not a public address\.$/,
+    )
     await expect(resolveTarget('http://localhost.:4000/hook', guarded)).rejects.toThrow(/^localhost resolves to (127\.0\.0\.1|::1), which/)
     expect((await resolveTarget('http://localhost:4000/hook', open)).addresses.length).toBeGreaterThan(0)
   })
 
   it('checks every address of the answer, not just the first', async () => {
-    const dns = fakeDns({ 'mixed.example': ['93.184.216.34', '10.0.0.7'], 'six.example': ['2606:4700::1', 'fd00::7'], 'public.example': ['93.184.216.34', '2606:4700::1'] })
-    await expect(resolveTarget('https://mixed.example/hook', { ...guarded, resolve: dns })).rejects.toThrow('mixed.example resolves to 10.0.0.7, which is not a public address.')
-    await expect(resolveTarget('https://six.example/hook', { ...guarded, resolve: dns })).rejects.toThrow('six.example resolves to fd00::7, which is not a public address.')
+    const dns = fakeDns({
+      'mixed.example': ['93.184.216.34', '10.0.0.7'],
+      'six.example': ['2606:4700::1', 'fd00::7'],
+      'public.example': ['93.184.216.34', '2606:4700::1'],
+    })
+    await expect(resolveTarget('https://mixed.example/hook', { ...guarded, resolve: dns })).rejects.toThrow(
+      'mixed.example resolves to 10.0.0.7, which is not a public address.',
+    )
+    await expect(resolveTarget('https://six.example/hook', { ...guarded, resolve: dns })).rejects.toThrow(
+      'six.example resolves to fd00::7, which is not a public address.',
+    )
     expect((await resolveTarget('https://public.example/hook', { ...guarded, resolve: dns })).addresses).toEqual([
       { address: '93.184.216.34', family: 4 },
       { address: '2606:4700::1', family: 6 },
@@ -94,7 +147,9 @@ describe('resolveTarget', () => {
   })
 
   it('reports a name that does not resolve', async () => {
-    await expect(resolveTarget('https://nowhere.example/hook', { ...guarded, resolve: fakeDns({}) })).rejects.toThrow('nowhere.example does not resolve (ENOTFOUND).')
+    await expect(resolveTarget('https://nowhere.example/hook', { ...guarded, resolve: fakeDns({}) })).rejects.toThrow(
+      'nowhere.example does not resolve (ENOTFOUND).',
+    )
   })
 })
 
@@ -108,15 +163,22 @@ describe('sendWebhook', () => {
     receiver.requests.length = 0
   })
 
-  const message = { id: 'evt-1', body: '{"type":"vault.updated"}', secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64'), timestamp: new Date() }
+  const message = { id: 'evt-1', body: '{"type":"vault.updated"}', secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`, timestamp: new Date() }
   const send = (url: string, policy: OutboundPolicy, timeoutMs = 5000) => sendWebhook(url, message, { policy, timeoutMs })
 
   it('refuses loopback, private and IPv6 loopback targets without sending anything', async () => {
     const port = receiver.port
-    expect(await send(`http://127.0.0.1:${port}/a`, guarded)).toEqual({ ok: false, statusCode: null, error: 'refused: 127.0.0.1 is not a public address.', responseBody: null })
+    expect(await send(`http://127.0.0.1:${port}/a`, guarded)).toEqual({
+      ok: false,
+      statusCode: null,
+      error: 'refused: 127.0.0.1 is not a public address.',
+      responseBody: null,
+    })
     expect(await send(`http://10.0.0.1:${port}/a`, guarded)).toMatchObject({ ok: false, error: 'refused: 10.0.0.1 is not a public address.' })
     expect(await send(`http://[::1]:${port}/a`, guarded)).toMatchObject({ ok: false, error: 'refused: ::1 is not a public address.' })
-    expect((await send(`http://localhost:${port}/a`, guarded)).error).toMatch(/^refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address\.$/)
+    expect((await send(`http://localhost:${port}/a`, guarded)).error).toMatch(
+      /^refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address\.$/,
+    )
     const dns = fakeDns({ 'rebind.example': ['127.0.0.1'] })
     expect(await send(`http://rebind.example:${port}/a`, { ...guarded, resolve: dns })).toMatchObject({
       ok: false,
@@ -158,7 +220,11 @@ describe('webhookSettingsFromEnv', () => {
   it('reads the policy and the sealing keys', () => {
     expect(webhookSettingsFromEnv({})).toEqual({ policy: { requireHttps: false, allowPrivate: false }, secretKeys: [] })
     const key = Buffer.alloc(32, 3)
-    const settings = webhookSettingsFromEnv({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET_KEY: `${key.toString('hex')}, ${Buffer.alloc(32, 4).toString('base64')}` })
+    const settings = webhookSettingsFromEnv({
+      NODE_ENV: 'production',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_SECRET_KEY: `${key.toString('hex')}, ${Buffer.alloc(32, 4).toString('base64')}`,
+    })
     expect(settings.policy).toEqual({ requireHttps: true, allowPrivate: true })
     expect(settings.secretKeys).toEqual([key, Buffer.alloc(32, 4)])
   })

@@ -9,8 +9,21 @@ const hour = 60 * min
 describe('retry schedule', () => {
   it('is the documented one: 30 s doubling to a 4 h cap, the last attempt at 24 h', () => {
     expect(nominalSchedule(DEFAULT_RETRY)).toEqual([
-      0, 30_000, 1.5 * min, 3.5 * min, 7.5 * min, 15.5 * min, 31.5 * min, 63.5 * min, 127.5 * min, 255.5 * min,
-      255.5 * min + 4 * hour, 255.5 * min + 8 * hour, 255.5 * min + 12 * hour, 255.5 * min + 16 * hour, 24 * hour,
+      0,
+      30_000,
+      1.5 * min,
+      3.5 * min,
+      7.5 * min,
+      15.5 * min,
+      31.5 * min,
+      63.5 * min,
+      127.5 * min,
+      255.5 * min,
+      255.5 * min + 4 * hour,
+      255.5 * min + 8 * hour,
+      255.5 * min + 12 * hour,
+      255.5 * min + 16 * hour,
+      24 * hour,
     ])
   })
 

@@ -26,7 +26,7 @@ describe('webhook secrets', () => {
     expect(box.open(sealed, ENDPOINT)).toBe(secret)
     expect(() => box.open(sealed, OTHER)).toThrow('does not open with its key')
     const parts = sealed.split('.')
-    parts[3] = Buffer.from('x' + Buffer.from(parts[3]!, 'base64url').toString('latin1').slice(1), 'latin1').toString('base64url')
+    parts[3] = Buffer.from(`x${Buffer.from(parts[3]!, 'base64url').toString('latin1').slice(1)}`, 'latin1').toString('base64url')
     expect(() => box.open(parts.join('.'), ENDPOINT)).toThrow('does not open with its key')
   })
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db.js'
-import { AppError } from '../../src/errors.js'
+import type { Database } from '../../src/db/client.js'
+import { AppError } from '../../src/core/errors.js'
 import { createSecretBox } from '../../src/webhooks/secrets.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
 import { testDatabase } from '../support/db.js'
@@ -43,7 +43,11 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 describe('webhook endpoints', () => {
   it('are created with a secret shown once, then listed, read and deleted without it', async () => {
     const service = serviceFor(db)
-    const created = await service.createEndpoint({ url: 'https://hooks.example.com/vaultgate?token=abc', event_types: ['vault.updated', 'redeem.completed', 'vault.updated'], vault_ids: ['v2'] })
+    const created = await service.createEndpoint({
+      url: 'https://hooks.example.com/vaultgate?token=abc',
+      event_types: ['vault.updated', 'redeem.completed', 'vault.updated'],
+      vault_ids: ['v2'],
+    })
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
     expect(created.endpoint).toEqual({
       id: expect.stringMatching(UUID),
@@ -62,7 +66,11 @@ describe('webhook endpoints', () => {
 
     await service.deleteEndpoint(created.endpoint.id)
     expect(await service.listEndpoints()).toEqual([all])
-    expect(await failure(service.getEndpoint(created.endpoint.id))).toEqual({ code: 'not_found', status: 404, message: `No webhook endpoint with id ${created.endpoint.id}.` })
+    expect(await failure(service.getEndpoint(created.endpoint.id))).toEqual({
+      code: 'not_found',
+      status: 404,
+      message: `No webhook endpoint with id ${created.endpoint.id}.`,
+    })
     expect(await failure(service.deleteEndpoint(created.endpoint.id))).toMatchObject({ code: 'not_found' })
     expect(await failure(service.getEndpoint('nope'))).toEqual({ code: 'not_found', status: 404, message: 'No webhook endpoint with id "nope".' })
   })
@@ -71,7 +79,10 @@ describe('webhook endpoints', () => {
     [{}, 'url: is required'],
     [{ url: 'https://x.example/h' }, 'event_types: is required'],
     [{ url: 'https://x.example/h', event_types: [] }, 'event_types: must name at least one event type'],
-    [{ url: 'https://x.example/h', event_types: ['vault.deleted'] }, 'event_types[0]: must be one of vault.updated, transaction.created, transaction.status_changed, redeem.completed'],
+    [
+      { url: 'https://x.example/h', event_types: ['vault.deleted'] },
+      'event_types[0]: must be one of vault.updated, transaction.created, transaction.status_changed, redeem.completed',
+    ],
     [{ url: 'https://x.example/h', event_types: 'vault.updated' }, 'event_types: must be an array'],
     [{ url: 'https://x.example/h', event_types: ['vault.updated'], vault_ids: [] }, 'vault_ids: must name at least one vault (leave it out for every vault)'],
     [{ url: 'https://x.example/h', event_types: ['vault.updated'], vault_ids: ['v1', 'nope'] }, 'vault_ids: no vault with id "nope".'],
@@ -88,7 +99,9 @@ describe('webhook endpoints', () => {
 
   it('must be https in production', async () => {
     const service = serviceFor(db, { requireHttps: true, allowPrivate: false })
-    expect(await failure(service.createEndpoint({ url: 'http://hooks.example.com/h', event_types: ['vault.updated'] }))).toMatchObject({ message: 'url: The URL must use https in production.' })
+    expect(await failure(service.createEndpoint({ url: 'http://hooks.example.com/h', event_types: ['vault.updated'] }))).toMatchObject({
+      message: 'url: The URL must use https in production.',
+    })
   })
 
   it('when disabled receive no new events and are not sent to; enabled again they are', async () => {
@@ -107,7 +120,11 @@ describe('webhook endpoints', () => {
   it('keep working after the sealing key is rotated and the secrets resealed', async () => {
     const oldBox = createSecretBox([Buffer.alloc(32, 7)])
     const rotated = createSecretBox([Buffer.alloc(32, 8), Buffer.alloc(32, 7)])
-    const { endpoint, secret } = await createWebhookService({ prisma: db.prisma, secrets: oldBox, policy: { requireHttps: false, allowPrivate: true } }).createEndpoint({
+    const { endpoint, secret } = await createWebhookService({
+      prisma: db.prisma,
+      secrets: oldBox,
+      policy: { requireHttps: false, allowPrivate: true },
+    }).createEndpoint({
       url: receiver.url('/rotated'),
       event_types: ['transaction.created'],
     })
@@ -174,12 +191,23 @@ describe('webhook deliveries', () => {
     const { service, endpoint } = await deliveredEndpoint('/paging', 3)
     const other = (await service.createEndpoint({ url: receiver.url('/other'), event_types: ['transaction.created'] })).endpoint
     const page = await service.listDeliveries(endpoint.id, { limit: 1 })
-    expect(await failure(service.listDeliveries(other.id, { cursor: page.next_cursor! }))).toMatchObject({ code: 'bad_request', message: expect.stringContaining('cursor is not a cursor this service issued') })
+    expect(await failure(service.listDeliveries(other.id, { cursor: page.next_cursor! }))).toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('cursor is not a cursor this service issued'),
+    })
     expect(await failure(service.listDeliveries(endpoint.id, { cursor: page.next_cursor!, status: 'dead' }))).toMatchObject({ code: 'bad_request' })
     expect(await failure(service.listDeliveries(endpoint.id, { cursor: 'garbage' }))).toMatchObject({ code: 'bad_request' })
-    expect(await failure(service.listDeliveries(endpoint.id, { limit: 0 }))).toEqual({ code: 'bad_request', status: 400, message: 'limit must be an integer from 1 to 200.' })
+    expect(await failure(service.listDeliveries(endpoint.id, { limit: 0 }))).toEqual({
+      code: 'bad_request',
+      status: 400,
+      message: 'limit must be an integer from 1 to 200.',
+    })
     expect(await failure(service.listDeliveries(endpoint.id, { limit: 201 }))).toMatchObject({ code: 'bad_request' })
-    expect(await failure(service.listDeliveries(endpoint.id, { status: 'lost' }))).toEqual({ code: 'bad_request', status: 400, message: 'status must be one of pending, delivering, succeeded, dead.' })
+    expect(await failure(service.listDeliveries(endpoint.id, { status: 'lost' }))).toEqual({
+      code: 'bad_request',
+      status: 400,
+      message: 'status must be one of pending, delivering, succeeded, dead.',
+    })
     expect(await failure(service.listDeliveries('6f1c1c1e-7f0a-4c1b-9d55-0d6f3c1a2b3c'))).toMatchObject({ code: 'not_found' })
   })
 
@@ -191,7 +219,12 @@ describe('webhook deliveries', () => {
     expect(delivery!.status).toBe('succeeded')
 
     const replayed = await service.replayDelivery(endpoint.id, delivery!.id)
-    expect(replayed).toMatchObject({ status: 'pending', attempt_count: 1, next_attempt_at: expect.stringMatching(ISO), succeeded_at: expect.stringMatching(ISO) })
+    expect(replayed).toMatchObject({
+      status: 'pending',
+      attempt_count: 1,
+      next_attempt_at: expect.stringMatching(ISO),
+      succeeded_at: expect.stringMatching(ISO),
+    })
     expect(await worker.runOnce()).toMatchObject([{ deliveryId: delivery!.id, attempt: 2, status: 'succeeded' }])
     expect(receiver.requests).toHaveLength(2)
     expect(receiver.requests[1]!.id).toBe(receiver.requests[0]!.id)
@@ -244,4 +277,3 @@ describe('webhook deliveries', () => {
     expect(await failure(service.replayEvent('6f1c1c1e-7f0a-4c1b-9d55-0d6f3c1a2b3c'))).toMatchObject({ code: 'not_found' })
   })
 })
-

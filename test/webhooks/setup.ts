@@ -1,13 +1,12 @@
-import pg from 'pg'
-import type { Database } from '../../src/db.js'
-import { openDatabase } from '../../src/db.js'
-import { createLogger } from '../../src/log.js'
+import type { Database } from '../../src/db/client.js'
+import { openDatabase } from '../../src/db/client.js'
+import { createChangeFeed, type ChangeFeed } from '../../src/db/listen.js'
+import { createLogger } from '../../src/core/log.js'
 import { emitEvents, type EmitResult } from '../../src/webhooks/emit.js'
 import type { TransactionData, WebhookEventInput } from '../../src/webhooks/events.js'
 import type { RetryPolicy } from '../../src/webhooks/retry.js'
 import { createSecretBox } from '../../src/webhooks/secrets.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
-import type { Listen } from '../../src/webhooks/wakeups.js'
 import { createWebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js'
 import { vaultRow } from '../support/fixtures.js'
 
@@ -19,7 +18,7 @@ export const secrets = createSecretBox([Buffer.alloc(32, 7)])
 /** Fast but real: milliseconds instead of minutes, the same code path. */
 export const fastRetry: RetryPolicy = { baseMs: 20, capMs: 200, windowMs: 60_000, jitter: 0.2 }
 
-export const A = '0x' + 'a'.repeat(40)
+export const A = `0x${'a'.repeat(40)}`
 
 export function txEvent(id: string, overrides: Partial<TransactionData> = {}): WebhookEventInput {
   return {
@@ -34,7 +33,7 @@ export function txEvent(id: string, overrides: Partial<TransactionData> = {}): W
       shares: '1428.809523809523809524',
       timestamp: '2026-11-21T12:00:00.000Z',
       completed_at: '2026-11-21T12:00:00.000Z',
-      tx_hash: '0x' + 'b'.repeat(64),
+      tx_hash: `0x${'b'.repeat(64)}`,
       ...overrides,
     },
   }
@@ -77,23 +76,9 @@ export async function secondClient(db: Database): Promise<{ prisma: Database['pr
   return { prisma: other.prisma, close: () => other.close() }
 }
 
-/** LISTEN on the test database: PGlite's own, or a dedicated PostgreSQL connection. */
-export function listenOn(db: Database): { listen: Listen; close(): Promise<void> } {
-  if (db.pglite) return { listen: (channel, onNotify) => db.pglite!.listen(channel, onNotify), close: async () => {} }
-  const clients: pg.Client[] = []
-  return {
-    listen: async (channel, onNotify) => {
-      const client = new pg.Client({ connectionString: db.pool!.options.connectionString })
-      clients.push(client)
-      await client.connect()
-      client.on('notification', (n) => n.channel === channel && onNotify())
-      await client.query(`LISTEN ${channel}`)
-      return () => client.end()
-    },
-    close: async () => {
-      await Promise.all(clients.map((c) => c.end().catch(() => {})))
-    },
-  }
+/** A LISTEN connection of its own on the test database (another instance's, say): PGlite's listener, or a PostgreSQL connection. */
+export function feedOn(db: Database): ChangeFeed {
+  return db.pglite ? createChangeFeed({ pglite: db.pglite }) : createChangeFeed({ connection: { connectionString: db.pool!.options.connectionString } })
 }
 
 /** A clock the test moves; starts at the real time so signatures stay within receivers' tolerance. */
@@ -141,7 +126,9 @@ export async function attemptLog(db: Pick<Database, 'prisma'>, endpointId: strin
 export async function drain(db: Pick<Database, 'prisma'>, worker: { runOnce(): Promise<unknown[]> }, ms = 10_000) {
   const deadline = Date.now() + ms
   for (;;) {
-    const [row] = await db.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
+    const [row] = await db.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`,
+    )
     if (row!.n === 0) return
     if (Date.now() > deadline) throw new Error(`${row!.n} deliveries still pending after ${ms} ms`)
     if ((await worker.runOnce()).length === 0) await new Promise((r) => setTimeout(r, 5))
