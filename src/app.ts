@@ -26,6 +26,10 @@ import { watchDataChanges } from './importer/changes.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
+import { createSecretBox } from './webhooks/secrets.js'
+import { createWebhookService, type WebhookService } from './webhooks/service.js'
+import { feedWakeups } from './webhooks/wakeups.js'
+import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 
 // The composition root: the services of one gateway process wired together, and the HTTP routes
 // in the order a request meets them.
@@ -41,9 +45,13 @@ export interface App {
   responseCache: ResponseCache
   /** Resolves once background connections (the key-change and data-change LISTENs) are up or have failed once. */
   ready: Promise<void>
+  /** Webhook endpoints, deliveries and replays (the admin routes' service). */
+  webhooks: WebhookService
+  /** The webhook delivery worker, running unless WEBHOOK_WORKER=false. */
+  webhookWorker?: WebhookWorker
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
-  /** Stops background work (not the database: its owner closes it). */
+  /** Stops background work, after the webhook deliveries in flight are recorded (not the database: its owner closes it). */
   close(): Promise<void>
 }
 
@@ -86,6 +94,25 @@ export function createApp({
       ? watchDataChanges(db.changes, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
       : { ready: Promise.resolve(), stop: async () => {} }
 
+  // Webhooks (docs/spec/decisions.md §11): the outbox is written by the imports; this instance's
+  // worker delivers, woken by NOTIFY on the one LISTEN connection and polling as a backstop. They
+  // keep the real time whatever `clock` says: receivers check signature timestamps against theirs.
+  const secrets = createSecretBox(config.webhooks.secretKeys)
+  if (config.production && !secrets.sealing) logger.warn('WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unsealed in the database')
+  const outbound = { requireHttps: config.webhooks.requireHttps, allowPrivate: config.webhooks.allowPrivate }
+  const webhooks = createWebhookService({ prisma: db.prisma, secrets, policy: outbound })
+  const webhookWorker = config.webhooks.worker
+    ? createWebhookWorker({
+        prisma: db.prisma,
+        secrets,
+        policy: outbound,
+        wakeups: feedWakeups(db.changes),
+        concurrency: config.webhooks.concurrency,
+        idlePollMs: config.webhooks.pollMs,
+      })
+    : undefined
+  webhookWorker?.start()
+
   const app = new Hono<AppEnv>()
   // The request's id, log line and metrics; cache hits and key verifications answered at once.
   app.use('*', requestStart(earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }) : undefined))
@@ -119,7 +146,7 @@ export function createApp({
     cachedGraphql(responseCache, publicOperationCheck(schema), (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
   )
   app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') }))
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache)
@@ -138,9 +165,12 @@ export function createApp({
     limits,
     verifier,
     responseCache,
+    webhooks,
+    webhookWorker,
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes,
     close: async () => {
+      await webhookWorker?.stop()
       stopSqlObservation()
       limits.close()
       await Promise.all([verifier.close(), dataFeed.stop()])

@@ -9,6 +9,8 @@ import { createLogger, setLogger } from './core/log.js'
 import { createProgress } from './core/progress.js'
 import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { BootError, prepareDatabase, startGateway } from './server.js'
+import { prisma } from './db/client.js'
+import { adminApiOps, parseWebhooksArgs, runWebhooksCommand, serviceOps, WEBHOOKS_SUMMARY, WEBHOOKS_USAGE, webhookServiceFor } from './webhooks/cli.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
 // failure it can explain, 2 on a usage error. Never a stack trace unless DEBUG is set.
@@ -148,6 +150,22 @@ export const commands: Record<string, Command> = {
       }
       const c = counts as { vaults: number; compositions: number; transactions: number }
       out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
+    },
+  },
+  webhooks: {
+    usage: WEBHOOKS_USAGE,
+    summary: WEBHOOKS_SUMMARY,
+    run: async (args, config) => {
+      const parsed = parseWebhooksArgs(args)
+      if (!parsed.ok) throw new UsageError(parsed.message)
+      const url = await runningGateway(config)
+      const lines = url
+        ? await runWebhooksCommand(
+            parsed.command,
+            adminApiOps((method, path, body) => callAdmin(config, url, method, path, body)),
+          )
+        : await withDatabase(config, () => runWebhooksCommand(parsed.command, serviceOps(webhookServiceFor(config, prisma))))
+      for (const line of lines) out(line)
     },
   },
 }

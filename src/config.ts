@@ -84,6 +84,31 @@ const origins = (fallback: string) =>
       return items
     })
 
+/**
+ * WEBHOOK_SECRET_KEY: keys of 32 bytes (64 hex digits or base64) sealing the webhook signing
+ * secrets at rest, comma-separated during a rotation, the current one first.
+ */
+const secretKeys = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const keys = (v ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean)
+    const parsed = keys.map((k) =>
+      /^[0-9a-f]{64}$/i.test(k) ? Buffer.from(k, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(k) ? Buffer.from(k, 'base64') : undefined,
+    )
+    if (parsed.some((b) => b?.length !== 32)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be 32 bytes, written as 64 hex digits or as base64 (e.g. `openssl rand -base64 32`); several comma-separated during a rotation',
+      })
+      return z.NEVER
+    }
+    return parsed as Buffer[]
+  })
+
 const env = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }).default('development'),
   PORT: int(4000, 0, 65535),
@@ -161,6 +186,12 @@ const env = z.object({
     }),
   CORS_ORIGINS: origins('*'),
   CORS_KEY_ORIGINS: origins(''),
+  // Webhooks (README "Live updates").
+  WEBHOOK_SECRET_KEY: secretKeys,
+  WEBHOOK_ALLOW_PRIVATE: optionalBool,
+  WEBHOOK_WORKER: optionalBool,
+  WEBHOOK_CONCURRENCY: int(4, 1, 256),
+  WEBHOOK_POLL_MS: int(2000, 50, 600_000),
 })
 
 export interface Config {
@@ -211,6 +242,20 @@ export interface Config {
   trustProxyHops: number
   /** Browser origins allowed by CORS: `public` for /graphql and the /v1 reads, `keys` for key management. */
   cors: { public: '*' | string[]; keys: '*' | string[] }
+  webhooks: {
+    /** AES-256-GCM keys sealing the signing secrets at rest, the current one first; empty = stored as written. */
+    secretKeys: Buffer[]
+    /** Endpoint URLs must be https (production). */
+    requireHttps: boolean
+    /** Deliver to loopback and private addresses too. */
+    allowPrivate: boolean
+    /** Run the delivery worker in this process. */
+    worker: boolean
+    /** Endpoints this instance delivers to at once. */
+    concurrency: number
+    /** The longest the worker sleeps without a notification (it also wakes on every NOTIFY). */
+    pollMs: number
+  }
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -273,5 +318,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     trustProxyHops: e.TRUST_PROXY,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },
+    webhooks: {
+      secretKeys: e.WEBHOOK_SECRET_KEY,
+      requireHttps: e.NODE_ENV === 'production',
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
+      worker: e.WEBHOOK_WORKER ?? true,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollMs: e.WEBHOOK_POLL_MS,
+    },
   }
 }

@@ -44,4 +44,31 @@ describe('configuration', () => {
       'AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both',
     )
   })
+
+  it('reads the webhook settings: sealing keys (hex or base64, comma-separated), private addresses, the worker', () => {
+    expect(loadConfig({}).webhooks).toEqual({ secretKeys: [], requireHttps: false, allowPrivate: false, worker: true, concurrency: 4, pollMs: 2000 })
+    const key = Buffer.alloc(32, 3)
+    const c = loadConfig({
+      NODE_ENV: 'production',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_SECRET_KEY: `${key.toString('hex')}, ${Buffer.alloc(32, 4).toString('base64')}`,
+      WEBHOOK_WORKER: 'false',
+      WEBHOOK_CONCURRENCY: '8',
+      WEBHOOK_POLL_MS: '500',
+    })
+    expect(c.webhooks).toEqual({ secretKeys: [key, Buffer.alloc(32, 4)], requireHttps: true, allowPrivate: true, worker: false, concurrency: 8, pollMs: 500 })
+  })
+
+  it('refuses webhook settings it does not understand, naming each', () => {
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'sometimes', WEBHOOK_SECRET_KEY: 'short', WEBHOOK_CONCURRENCY: '0' })).toThrow(
+      [
+        'Invalid configuration:',
+        '  WEBHOOK_SECRET_KEY: must be 32 bytes, written as 64 hex digits or as base64 (e.g. `openssl rand -base64 32`); several comma-separated during a rotation',
+        '  WEBHOOK_ALLOW_PRIVATE: must be true or false',
+        '  WEBHOOK_CONCURRENCY: must be an integer from 1 to 256',
+      ].join('\n'),
+    )
+    // 31 bytes in hex is not a key either.
+    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: 'ab'.repeat(31) })).toThrow(/WEBHOOK_SECRET_KEY: must be 32 bytes/)
+  })
 })

@@ -1,5 +1,6 @@
 import { prisma, type Db } from '../db/client.js'
 import type { Prisma } from '../generated/prisma/client.js'
+import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
 import { announceDataChange } from './changes.js'
 import { importShapes, reject, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
 
@@ -78,7 +79,60 @@ const vaultColumns = Object.entries(importShapes.vaults).flatMap(([field, schema
 
 // Prisma's @updatedAt is client-side only; raw SQL has to maintain it.
 const VAULT_UPSERT = upsertSql('vaults', vaultColumns, ['id'], '"updated_at" = CURRENT_TIMESTAMP')
-const TRANSACTION_UPSERT = upsertSql('transactions', Object.keys(importShapes.transactions), ['id'])
+const transactionColumns = Object.keys(importShapes.transactions)
+const TRANSACTION_UPSERT = upsertSql('transactions', transactionColumns, ['id'])
+
+// The same upserts when a webhook endpoint wants the import's events (src/webhooks/emit.ts): one
+// statement still, which also records in the capture table what it changed, comparing with the
+// rows as they were before it (every part of a statement sees the same snapshot, so `prev` reads
+// the old rows). Returns the rows written, as the plain upsert's count does.
+function capturingUpsertSql(table: string, columns: string[], changed: string, capture: string, extraUpdates = ''): string {
+  const names = columns.map((n) => `"${n}"`).join(', ')
+  const upsert = upsertSql(table, columns, ['id'], extraUpdates).replace(
+    `SELECT ${names} FROM jsonb_populate_recordset(NULL::"${table}", $1::jsonb)`,
+    `SELECT ${names} FROM input`,
+  )
+  return `WITH input AS (SELECT ${names} FROM jsonb_populate_recordset(NULL::"${table}", $1::jsonb)),
+    prev AS (SELECT ${columns.map((n) => `t."${n}"`).join(', ')} FROM "${table}" t WHERE t.id IN (SELECT id FROM input)),
+    up AS (${upsert} RETURNING ${names}),
+    captured AS (
+      INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status)
+      SELECT ${capture} FROM up LEFT JOIN prev ON prev.id = up.id
+      WHERE prev.id IS NULL OR (${changed})
+      ON CONFLICT (kind, id) DO NOTHING
+    )
+    SELECT count(*)::int AS n FROM up`
+}
+
+const rowOf = (alias: string, columns: string[]) => `ROW(${columns.map((n) => `${alias}."${n}"`).join(', ')})`
+// A vault's record counts as changed when any imported column differs (not updated_at).
+const VAULT_UPSERT_CAPTURING = capturingUpsertSql(
+  'vaults',
+  vaultColumns,
+  `${rowOf('prev', vaultColumns)} IS DISTINCT FROM ${rowOf('up', vaultColumns)}`,
+  `'vault_values', up.id, NULL`,
+  '"updated_at" = CURRENT_TIMESTAMP',
+)
+// A transaction is captured when it is new or its status changed (with the status it had).
+const TRANSACTION_UPSERT_CAPTURING = capturingUpsertSql(
+  'transactions',
+  transactionColumns,
+  'prev.status IS DISTINCT FROM up.status',
+  `'transaction', up.id, prev.status::text`,
+)
+// A vault's composition counts as changed by a snapshot that is new, or whose allocations differ
+// from the ones it is about to have replaced (compared as sorted rows of the table's own types).
+// Runs before SNAPSHOT_INSERT.
+const allocationRows = (from: string) =>
+  `(SELECT coalesce(array_agg(ROW(a.platform, a.asset, a.symbol, a.pct, a.apy_est_pct, a.icon)::text ORDER BY a.platform, a.asset), '{}') FROM ${from})`
+const COMPOSITION_CAPTURE = `INSERT INTO ${CHANGES_TABLE} (kind, id)
+  SELECT DISTINCT 'vault_composition', r.vault_id
+  FROM jsonb_to_recordset($1::jsonb) AS r(vault_id text, as_of timestamptz, positions jsonb)
+  LEFT JOIN composition_snapshots s ON s.vault_id = r.vault_id AND s.as_of = r.as_of
+  WHERE s.id IS NULL
+     OR ${allocationRows('allocations a WHERE a.snapshot_id = s.id')}
+        IS DISTINCT FROM ${allocationRows('jsonb_populate_recordset(NULL::allocations, r.positions) a')}
+  ON CONFLICT (kind, id) DO NOTHING`
 
 // Snapshot rows carry nothing but their key, so an existing one is kept (its id stays stable)
 // and only its allocations are replaced.
@@ -127,11 +181,17 @@ export async function importDocument(
   return db.$transaction(
     async (tx) => {
       await checkVaultReferences(tx, data)
+      // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
+      const capture = await beginChangeCapture(tx)
       const counts: ImportCounts = { vaults: 0, compositions: 0, transactions: 0 }
-      if (data.vaults.length > 0) counts.vaults = await tx.$executeRawUnsafe(VAULT_UPSERT, JSON.stringify(data.vaults.map(vaultRow)))
+      if (data.vaults.length > 0) {
+        const json = JSON.stringify(data.vaults.map(vaultRow))
+        counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, json) : await tx.$executeRawUnsafe(VAULT_UPSERT, json)
+      }
       onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
       for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
         const json = JSON.stringify(chunk)
+        if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
         const inserted = await tx.$executeRawUnsafe(SNAPSHOT_INSERT, json)
         // Only snapshots that already existed can have allocations to replace.
         if (inserted < chunk.length) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
@@ -141,16 +201,25 @@ export async function importDocument(
       }
       let written = 0
       for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK)) {
-        counts.transactions += await tx.$executeRawUnsafe(TRANSACTION_UPSERT, JSON.stringify(chunk))
+        const json = JSON.stringify(chunk)
+        counts.transactions += capture?.transactions
+          ? await countOf(tx, TRANSACTION_UPSERT_CAPTURING, json)
+          : await tx.$executeRawUnsafe(TRANSACTION_UPSERT, json)
         written += chunk.length
         onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
       }
       if (counts.compositions + counts.transactions >= ANALYZE_THRESHOLD)
         await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, transactions')
+      if (capture) await emitCapturedChanges(tx, capture)
       // Every gateway process drops the answers it derived from the old data (response caches).
       await announceDataChange(tx)
       return counts
     },
     { maxWait: 60_000, timeout: 600_000 },
   )
+}
+
+async function countOf(tx: Tx, sql: string, json: string): Promise<number> {
+  const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(sql, json)
+  return row!.n
 }

@@ -105,6 +105,10 @@ const TAGS = [
   { name: 'GraphQL', description: 'The GraphQL endpoint the REST routes are built on. GraphiQL: open /graphql in a browser.' },
   { name: 'Operations', description: 'Health, readiness and Prometheus metrics.' },
   { name: 'Admin', description: 'Operator routes behind ADMIN_TOKEN.' },
+  {
+    name: 'Webhooks',
+    description: 'Signed push to integrators (Standard Webhooks): endpoints, deliveries and replays, behind ADMIN_TOKEN. The events are under `webhooks`.',
+  },
   { name: 'Internal', description: 'Service-to-service routes behind INTERNAL_TOKEN.' },
 ]
 
@@ -121,9 +125,23 @@ function parameters(where: 'path' | 'query' | 'header', params: Params | undefin
   }))
 }
 
+/** An event the gateway POSTs to integrators' endpoints (OpenAPI 3.1 `webhooks`). */
+export interface WebhookDoc {
+  /** The event type, e.g. `vault.updated`. */
+  name: string
+  operationId: string
+  summary: string
+  description: string
+  /** The request body the receiver gets. */
+  body: z.ZodType
+  /** Request headers the receiver gets (the signature headers). */
+  headers: Params
+}
+
 export interface DocumentInfo {
   version: string
   description?: string
+  webhooks?: WebhookDoc[]
 }
 
 /** Builds the OpenAPI 3.1 document of `operations`. Pure: the same input gives the same document. */
@@ -197,6 +215,25 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
     paths[op.path] = { ...paths[op.path], [op.method.toLowerCase()]: operation }
   }
 
+  const webhooks: Record<string, unknown> = {}
+  for (const w of info.webhooks ?? []) {
+    if (ids.has(w.operationId)) throw new Error(`Duplicate operationId ${w.operationId}`)
+    ids.add(w.operationId)
+    webhooks[w.name] = {
+      post: {
+        operationId: w.operationId,
+        summary: w.summary,
+        description: w.description,
+        tags: ['Webhooks'],
+        parameters: parameters('header', w.headers).map((p) => ({ ...p, required: true })),
+        requestBody: { required: true, content: json(w.body, `${upperFirst(w.operationId)}Request`) },
+        responses: {
+          '2XX': { description: 'Received. Any other answer, a redirect, or none within 10 s is a failed attempt: retried with backoff for 24 h.' },
+        },
+      },
+    }
+  }
+
   const { schemas } = z.toJSONSchema(registry, { target: 'draft-2020-12', unrepresentable: 'throw', uri: (id) => `#/components/schemas/${id}` })
   // Each component is embedded in the document: no `$schema` (the dialect is OpenAPI 3.1's) and no `$id`.
   const componentSchemas = Object.fromEntries(
@@ -219,6 +256,7 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
     },
     tags: TAGS.filter((t) => usedTags.has(t.name)),
     paths: sortedPaths,
+    ...(info.webhooks?.length ? { webhooks } : {}),
     components: {
       schemas: componentSchemas,
       securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => usedSchemes.has(name as SecurityScheme))),

@@ -1,11 +1,15 @@
 import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../generated/prisma/enums.js'
 import { EVM_ADDRESS } from '../wallets/address.js'
-import type { Param } from '../rest/params.js'
+import { PAGE_SIZE } from '../core/page.js'
+import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
+import { choiceParam, limitParam, segmentParam, textParam, type Param } from '../rest/params.js'
 import { restRoutes } from '../rest/routes/index.js'
-import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
+import { Amount, component, envelope, Percent, ServerTime, Timestamp } from '../rest/wire.js'
 import { VaultSchema } from '../rest/routes/vaults.js'
-import { buildOpenApiDocument, restOperation, type OperationDoc } from './document.js'
+import { eventDataSchemas, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { DeliveryPageSchema, WebhookCreatedSchema, WebhookDeliverySchema, WebhookEndpointSchema } from '../webhooks/views.js'
+import { buildOpenApiDocument, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
 // handlers, so their descriptions live here; test/openapi/openapi.test.ts checks that every route the app
@@ -100,6 +104,38 @@ const AllowlistEntry = component(
 )
 const admin = { tags: ['Admin'], security: ['adminToken' as const] }
 const adminErrors = ['unauthorized', { code: 'not_found' as const, status: 404 }] as const
+
+// Webhooks (decisions.md §11). The query parameters are read by the routes with these very
+// definitions (src/http/routes/webhooks.ts).
+export const deliveriesQuery = {
+  limit: limitParam(PAGE_SIZE, `Deliveries per page, ${PAGE_SIZE.min} to ${PAGE_SIZE.max}.`),
+  cursor: textParam("The previous page's `next_cursor`, exactly as received."),
+  status: choiceParam(Object.values(WebhookDeliveryStatus), 'Only deliveries in this state.'),
+}
+export const replayEventQuery = {
+  endpoint_id: textParam('Replay to this endpoint only (it must be live and subscribed to the event); every subscribed live endpoint otherwise.'),
+}
+const webhookId = segmentParam('The endpoint id (a UUID).', '3f0c6f0e-2a41-4d0e-9b0a-6c8e1d1f2a3b')
+const WebhookEndpoint = component('WebhookEndpoint', WebhookEndpointSchema)
+const WebhookDelivery = component('WebhookDelivery', WebhookDeliverySchema)
+const WebhookEndpointInput = component(
+  'WebhookEndpointInput',
+  z.strictObject({
+    url: z.string().meta({
+      description: 'Where events are POSTed: https (http too unless NODE_ENV=production), resolving to public addresses unless WEBHOOK_ALLOW_PRIVATE=true.',
+    }),
+    event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1),
+    vault_ids: z
+      .array(z.string())
+      .min(1)
+      .max(100)
+      .nullable()
+      .optional()
+      .meta({ description: 'Only events of these vaults; leave it out (or null) for every vault.' }),
+  }),
+)
+const NO_STORE_HEADER = { 'Cache-Control': { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } } }
+const webhookAdmin = { ...admin, tags: ['Webhooks'] }
 
 const text = (contentType: string) => ({ contentTypes: [contentType], textSchema: { type: 'string' } })
 // Yoga answers in the GraphQL-over-HTTP media type when the client accepts it, else in plain JSON.
@@ -220,6 +256,115 @@ export const httpOperations: OperationDoc[] = [
     },
   },
   {
+    ...webhookAdmin,
+    method: 'POST',
+    path: '/admin/webhooks',
+    operationId: 'adminCreateWebhook',
+    summary: 'Register a webhook endpoint',
+    description:
+      'Events of the given types (and vaults) are POSTed to `url`, signed per Standard Webhooks with the `whsec_…` secret returned here, once (also `vaultgate webhooks add`).',
+    body: { schema: WebhookEndpointInput, required: true },
+    errors: ['bad_request', ...adminErrors],
+    responses: {
+      201: {
+        description: 'The endpoint and its signing secret (shown only now).',
+        schema: component('WebhookCreated', envelope(WebhookCreatedSchema)),
+        headers: NO_STORE_HEADER,
+      },
+    },
+  },
+  {
+    ...webhookAdmin,
+    method: 'GET',
+    path: '/admin/webhooks',
+    operationId: 'adminListWebhooks',
+    summary: 'List the webhook endpoints',
+    description: 'Every endpoint, oldest first (also `vaultgate webhooks list`). Secrets are never shown again.',
+    errors: [...adminErrors],
+    responses: {
+      200: {
+        description: 'Every endpoint.',
+        schema: component('WebhookList', envelope(z.object({ items: z.array(WebhookEndpoint) }))),
+        headers: NO_STORE_HEADER,
+      },
+    },
+  },
+  {
+    ...webhookAdmin,
+    method: 'GET',
+    path: '/admin/webhooks/{id}',
+    operationId: 'adminGetWebhook',
+    summary: 'One webhook endpoint',
+    description: 'The endpoint; 404 for an unknown id.',
+    params: { id: webhookId },
+    errors: [...adminErrors],
+    responses: { 200: { description: 'The endpoint.', schema: component('WebhookResult', envelope(WebhookEndpoint)), headers: NO_STORE_HEADER } },
+  },
+  {
+    ...webhookAdmin,
+    method: 'DELETE',
+    path: '/admin/webhooks/{id}',
+    operationId: 'adminDeleteWebhook',
+    summary: 'Delete a webhook endpoint',
+    description:
+      'Deletes the endpoint with its deliveries and their attempts (also `vaultgate webhooks remove`); an attempt in flight finishes but is not recorded. 404 for an unknown id.',
+    params: { id: webhookId },
+    errors: [...adminErrors],
+    responses: {
+      200: {
+        description: 'Deleted.',
+        schema: component('WebhookDeleted', envelope(z.object({ id: z.string(), deleted: z.literal(true) }))),
+        headers: NO_STORE_HEADER,
+      },
+    },
+  },
+  {
+    ...webhookAdmin,
+    method: 'GET',
+    path: '/admin/webhooks/{id}/deliveries',
+    operationId: 'adminListWebhookDeliveries',
+    summary: "An endpoint's deliveries with their attempts",
+    description:
+      'Newest first, cursor-paged: each delivery (one event for this endpoint) with its state, next attempt and every attempt made (status code, error, the start of the answer). Also `vaultgate webhooks deliveries`.',
+    params: { id: webhookId },
+    query: deliveriesQuery,
+    errors: ['bad_request', ...adminErrors],
+    responses: { 200: { description: 'One page.', schema: component('WebhookDeliveryPage', envelope(DeliveryPageSchema)), headers: NO_STORE_HEADER } },
+  },
+  {
+    ...webhookAdmin,
+    method: 'POST',
+    path: '/admin/webhooks/{id}/deliveries/{delivery_id}/replay',
+    operationId: 'adminReplayWebhookDelivery',
+    summary: 'Send a delivery again',
+    description:
+      'A finished delivery (succeeded or dead) becomes pending, due now, with a fresh 24 h retry window; a pending one is made due now; one in flight is left alone. The receiver sees the same `webhook-id`.',
+    params: { id: webhookId, delivery_id: segmentParam('The delivery id (a UUID).') },
+    errors: [...adminErrors],
+    responses: {
+      200: { description: 'The delivery as it is now.', schema: component('WebhookDeliveryResult', envelope(WebhookDelivery)), headers: NO_STORE_HEADER },
+    },
+  },
+  {
+    ...webhookAdmin,
+    method: 'POST',
+    path: '/admin/webhooks/events/{event_id}/replay',
+    operationId: 'adminReplayWebhookEvent',
+    summary: 'Send an event again',
+    description:
+      'Every live endpoint subscribed to the event (or only `endpoint_id`) gets a pending delivery due now: its existing delivery is reset (one in flight is left alone), or a new one is made for an endpoint registered since. 400 when `endpoint_id` is disabled or not subscribed to the event.',
+    params: { event_id: segmentParam('The event id (the `webhook-id` receivers saw).') },
+    query: replayEventQuery,
+    errors: ['bad_request', ...adminErrors],
+    responses: {
+      200: {
+        description: 'How many deliveries were made due.',
+        schema: component('WebhookReplayResult', envelope(z.object({ deliveries: z.int().min(0) }))),
+        headers: NO_STORE_HEADER,
+      },
+    },
+  },
+  {
     method: 'POST',
     path: '/internal/v1/apiKey/verify',
     operationId: 'verifyApiKey',
@@ -250,6 +395,71 @@ export const httpOperations: OperationDoc[] = [
   },
 ]
 
+const EVENT_DOCS: Record<WebhookEventType, { component: string; summary: string; description: string }> = {
+  'vault.updated': {
+    component: 'VaultUpdatedEvent',
+    summary: "A vault's values or composition changed",
+    description:
+      "One per vault per data change (an import): `changes` lists `values` when the vault's record (live values, status, constraints, metadata) is new or differs, `composition` when a composition snapshot is new or its allocations differ. An import that changes nothing sends nothing.",
+  },
+  'transaction.created': {
+    component: 'TransactionCreatedEvent',
+    summary: 'A transaction was seen for the first time',
+    description: 'The transaction as stored, with its owner `address`, `shares` and `completed_at`.',
+  },
+  'transaction.status_changed': {
+    component: 'TransactionStatusChangedEvent',
+    summary: "A known transaction's status changed",
+    description: 'The transaction as it is now, with `previous_status`.',
+  },
+  'redeem.completed': {
+    component: 'RedeemCompletedEvent',
+    summary: 'A redeem completed',
+    description:
+      'A `redeem` transaction reached `completed`, by a status change or first seen completed; sent in addition to `transaction.status_changed` / `transaction.created`.',
+  },
+}
+
+const signatureHeaders: Param<string>['parse'] = (text) => text ?? ''
+const WEBHOOK_HEADERS = {
+  'webhook-id': {
+    description: 'The event id: the same on every retry and replay of the event; deduplicate on it.',
+    schema: { type: 'string' },
+    parse: signatureHeaders,
+  },
+  'webhook-timestamp': {
+    description: 'When this attempt was signed, Unix time in seconds.',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+    parse: signatureHeaders,
+  },
+  'webhook-signature': {
+    description:
+      'Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}` with the endpoint secret (Standard Webhooks).',
+    schema: { type: 'string' },
+    parse: signatureHeaders,
+  },
+}
+
+/** The events POSTed to webhook endpoints (src/webhooks/events.ts holds their `data` schemas). */
+export const webhookDocs: WebhookDoc[] = WEBHOOK_EVENT_TYPES.map((type) => {
+  const doc = EVENT_DOCS[type]
+  return {
+    name: type,
+    operationId: `${type.replace(/[._](\w)/g, (_, c: string) => c.toUpperCase())}Webhook`,
+    summary: doc.summary,
+    description: doc.description,
+    headers: WEBHOOK_HEADERS,
+    body: component(
+      doc.component,
+      z.object({
+        type: z.literal(type),
+        timestamp: Timestamp.meta({ description: 'When the event was written (its change committed).' }),
+        data: eventDataSchemas[type],
+      }),
+    ),
+  }
+})
+
 /** Every documented operation: the shim's routes under /v1 and the routes above. */
 export function apiOperations(): OperationDoc[] {
   return [...restRoutes.map((r) => restOperation(r)), ...httpOperations]
@@ -264,5 +474,5 @@ exact decimal strings; timestamps are RFC 3339 UTC with milliseconds; every erro
 
 /** The document served at /openapi.json. */
 export function openApiDocument(version: string) {
-  return buildOpenApiDocument(apiOperations(), { version, description: API_DESCRIPTION })
+  return buildOpenApiDocument(apiOperations(), { version, description: API_DESCRIPTION, webhooks: webhookDocs })
 }

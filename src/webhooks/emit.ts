@@ -2,7 +2,17 @@ import { randomUUID } from 'node:crypto'
 import { systemClock, type Clock } from '../core/clock.js'
 import { eventDataSchemas, type WebhookEventInput } from './events.js'
 import { DEFAULT_RETRY } from './retry.js'
-import { insertOutbox, liveEndpointFilters, notifyWorkers, type EmitCounts, type OutboxRow, type SqlClient } from './store.js'
+import {
+  createChangeCapture,
+  emitCapturedEvents,
+  insertOutbox,
+  liveEndpointFilters,
+  notifyWorkers,
+  wantedEventTypes,
+  type EmitCounts,
+  type OutboxRow,
+  type SqlClient,
+} from './store.js'
 
 export type { SqlClient } from './store.js'
 
@@ -51,6 +61,43 @@ export async function emitEvents(tx: SqlClient, events: readonly WebhookEventInp
     result.events += counts.events
     result.deliveries += counts.deliveries
   }
+  if (result.deliveries > 0) await notifyWorkers(tx)
+  return result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events of a bulk write (an import), computed in SQL: the writer records what it changed in the
+// capture table (store.ts CHANGES_TABLE) with the same statements that write the rows, and one
+// statement turns those rows into events before commit. Nothing per row travels to or from the
+// gateway, and with no endpoint subscribed nothing is captured at all.
+
+export { CHANGES_TABLE } from './store.js'
+
+/** What a bulk write has to capture for the live endpoints (null: nothing, no endpoint wants its events). */
+export interface ChangeCapture {
+  /** Capture new transactions and status changes. */
+  transactions: boolean
+  /** Capture vaults whose record or composition changed. */
+  vaults: boolean
+  types: readonly string[]
+}
+
+const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.completed']
+
+/** Call first in the writing transaction: creates the capture table when some live endpoint wants the events. */
+export async function beginChangeCapture(tx: SqlClient): Promise<ChangeCapture | null> {
+  const wanted = await wantedEventTypes(tx)
+  const capture = { transactions: TRANSACTION_EVENTS.some((t) => wanted.has(t)), vaults: wanted.has('vault.updated'), types: [...wanted] }
+  if (!capture.transactions && !capture.vaults) return null
+  await createChangeCapture(tx)
+  return capture
+}
+
+/** Call last in the writing transaction: the captured changes become events and deliveries (and a NOTIFY for the workers). */
+export async function emitCapturedChanges(tx: SqlClient, capture: ChangeCapture, options: EmitOptions = {}): Promise<EmitResult> {
+  const now = (options.clock ?? systemClock)()
+  const until = new Date(now.getTime() + (options.retryWindowMs ?? DEFAULT_RETRY.windowMs))
+  const result = await emitCapturedEvents(tx, capture.types, now, until)
   if (result.deliveries > 0) await notifyWorkers(tx)
   return result
 }

@@ -50,8 +50,8 @@ export const TransactionStatusChangedData = TransactionData.extend({
 }).refine((d) => d.status !== d.previous_status, { message: 'status must differ from previous_status' })
 export type TransactionStatusChangedData = z.infer<typeof TransactionStatusChangedData>
 
-export const RedeemCompletedData = TransactionData.refine((d) => d.type === 'redeem' && d.status === 'completed' && d.completed_at !== null, {
-  message: 'a redeem.completed event carries a completed redeem with completed_at',
+export const RedeemCompletedData = TransactionData.refine((d) => d.type === 'redeem' && d.status === 'completed', {
+  message: 'a redeem.completed event carries a completed redeem',
 })
 export type RedeemCompletedData = z.infer<typeof RedeemCompletedData>
 

@@ -28,15 +28,6 @@ export class SecretKeyError extends Error {
   override name = 'SecretKeyError'
 }
 
-/** Parses one key: 32 bytes as 64 hex digits or as base64. */
-export function parseSecretKey(text: string): Buffer {
-  const t = text.trim()
-  const bytes = /^[0-9a-f]{64}$/i.test(t) ? Buffer.from(t, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(t) ? Buffer.from(t, 'base64') : undefined
-  if (bytes?.length !== 32)
-    throw new SecretKeyError('WEBHOOK_SECRET_KEY must be 32 bytes, written as 64 hex digits or as base64 (e.g. `openssl rand -base64 32`).')
-  return bytes
-}
-
 const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8)
 
 /**

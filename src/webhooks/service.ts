@@ -7,6 +7,7 @@ import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { checkWebhookUrl, OutboundRefused, type OutboundPolicy } from './outbound.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { generateSecret, type SecretBox } from './secrets.js'
+import type { DeliveryPage, WebhookDeliveryView, WebhookEndpointView } from './views.js'
 import {
   attemptsOf,
   deleteEndpointRow,
@@ -40,50 +41,7 @@ export interface WebhookServiceOptions {
   retry?: RetryPolicy
 }
 
-export interface WebhookEndpointView {
-  id: string
-  url: string
-  event_types: WebhookEventType[]
-  /** null: every vault. */
-  vault_ids: string[] | null
-  created_at: string
-  disabled_at: string | null
-}
-
-export interface WebhookAttemptView {
-  attempt: number
-  started_at: string
-  duration_ms: number
-  status_code: number | null
-  error: string | null
-  response_body: string | null
-}
-
-export interface WebhookDeliveryView {
-  id: string
-  event_id: string
-  event_type: WebhookEventType
-  vault_id: string
-  status: WebhookDeliveryStatus
-  attempt_count: number
-  /** When the next attempt is due; null unless pending. */
-  next_attempt_at: string | null
-  /** Retries stop at this time (24 h after creation or the last replay). */
-  retry_until: string
-  last_status_code: number | null
-  last_error: string | null
-  created_at: string
-  updated_at: string
-  succeeded_at: string | null
-  dead_at: string | null
-  /** Oldest first. */
-  attempts: WebhookAttemptView[]
-}
-
-export interface DeliveryPage {
-  items: WebhookDeliveryView[]
-  next_cursor: string | null
-}
+export type { DeliveryPage, WebhookAttemptView, WebhookDeliveryView, WebhookEndpointView } from './views.js'
 
 export type DeliveryStatus = WebhookDeliveryStatus
 const DELIVERY_STATUSES = Object.values(WebhookDeliveryStatus)

@@ -89,6 +89,79 @@ export async function insertOutbox(tx: SqlClient, rows: readonly OutboxRow[], no
 }
 
 // ---------------------------------------------------------------------------------------------
+// What an import changed, captured while it writes (importer/write.ts) and turned into events by
+// one statement before it commits. A temporary table dropped at commit: it lives in the import's
+// own transaction and session, so concurrent imports never see each other's rows.
+
+/** The capture table; the importer's statements insert into it (see CHANGE_KINDS). */
+export const CHANGES_TABLE = 'pg_temp.vaultgate_import_changes'
+
+/**
+ * `kind`: `transaction` (id = the transaction id; `previous_status` NULL when it is new, else the
+ * status it had before: a row is only captured when it is new or its status changed),
+ * `vault_values` (id = a vault whose record is new or differs), `vault_composition` (id = a vault
+ * with a new composition snapshot or an existing snapshot's allocations changed).
+ */
+export const CHANGE_KINDS = ['transaction', 'vault_values', 'vault_composition'] as const
+
+/** The event types some live endpoint subscribes to. */
+export async function wantedEventTypes(tx: SqlClient): Promise<Set<string>> {
+  const rows = await tx.$queryRawUnsafe<{ type: string }[]>(`SELECT DISTINCT unnest(event_types) AS type FROM webhook_endpoints WHERE disabled_at IS NULL`)
+  return new Set(rows.map((r) => r.type))
+}
+
+export async function createChangeCapture(tx: SqlClient): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `CREATE TEMPORARY TABLE IF NOT EXISTS ${CHANGES_TABLE.slice('pg_temp.'.length)} (
+       kind text NOT NULL, id text NOT NULL, previous_status text, PRIMARY KEY (kind, id)
+     ) ON COMMIT DROP`,
+  )
+}
+
+// Amounts as decisions §3 wants them (trim_scale: no trailing fractional zeros; NUMERIC has no
+// -0), timestamps RFC 3339 UTC with milliseconds, addresses lowercase; json_build_object keeps
+// the documented key order. test/webhooks/import-events.test.ts parses every payload with the
+// zod schemas of events.ts, as emitEvents() does for events built in code.
+const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+const TRANSACTION_JSON = `
+  'id', t.id, 'vault_id', t.vault_id, 'address', lower(t.address), 'type', t.type, 'status', t.status,
+  'amount', trim_scale(t.amount)::text, 'shares', trim_scale(t.shares)::text, 'timestamp', ${ts('t.timestamp')},
+  'completed_at', ${ts('t.completed_at')}, 'tx_hash', t.tx_hash`
+
+const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
+  `
+  SELECT gen_random_uuid() AS id, 'transaction.created' AS type, t.vault_id, json_build_object(${TRANSACTION_JSON}) AS data
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  WHERE c.kind = 'transaction' AND c.previous_status IS NULL AND 'transaction.created' = ANY ($3::text[])
+  UNION ALL
+  SELECT gen_random_uuid(), 'transaction.status_changed', t.vault_id, json_build_object(${TRANSACTION_JSON}, 'previous_status', c.previous_status)
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL AND 'transaction.status_changed' = ANY ($3::text[])
+  UNION ALL
+  SELECT gen_random_uuid(), 'redeem.completed', t.vault_id, json_build_object(${TRANSACTION_JSON})
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'completed'
+    AND 'redeem.completed' = ANY ($3::text[])
+  UNION ALL
+  SELECT gen_random_uuid(), 'vault.updated', v.id, json_build_object(
+    'vault_id', v.id, 'status', v.status, 'tvl', trim_scale(v.tvl)::text, 'share_price', trim_scale(v.share_price)::text,
+    'changes', array_to_json(array_remove(ARRAY[
+      CASE WHEN bool_or(c.kind = 'vault_values') THEN 'values' END,
+      CASE WHEN bool_or(c.kind = 'vault_composition') THEN 'composition' END], NULL)))
+  FROM ${CHANGES_TABLE} c JOIN vaults v ON v.id = c.id
+  WHERE c.kind IN ('vault_values', 'vault_composition') AND 'vault.updated' = ANY ($3::text[])
+  GROUP BY v.id`,
+  '$1::timestamptz',
+  '$2::timestamptz',
+)
+
+/** Turns the captured changes into outbox rows for the wanted `types`, in one statement. */
+export async function emitCapturedEvents(tx: SqlClient, types: readonly string[], now: Date, retryUntil: Date): Promise<EmitCounts> {
+  const [counts] = await tx.$queryRawUnsafe<EmitCounts[]>(IMPORT_EVENTS_SQL, now.toISOString(), retryUntil.toISOString(), types)
+  return counts!
+}
+
+// ---------------------------------------------------------------------------------------------
 // The delivery worker
 
 export interface ClaimRow {
@@ -186,7 +259,8 @@ export function claimDeliveries(
       if (unused.length > 0) await tx.$executeRawUnsafe(RELEASE_SQL, JSON.stringify(unused))
       return picked
     },
-    { isolationLevel: 'ReadCommitted' },
+    // maxWait: embedded, a long import holds PGlite's one connection; the claim waits its turn.
+    { isolationLevel: 'ReadCommitted', maxWait: 30_000 },
   )
 }
 

@@ -205,6 +205,56 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { app: noAdmin, path: `/admin/allowlist/${LISTED_LATER}`, init: { method: 'DELETE' }, status: 404 },
     )
 
+    // Webhooks: endpoints made and an import's events written beforehand, so the ids exist.
+    const hook = async (event_types: string[]) =>
+      (
+        (await (
+          await t.request('/admin/webhooks', await key('POST', bearer(ADMIN_TOKEN), { url: 'https://hooks.vaultgate.test/in', event_types }))
+        ).json()) as { data: { id: string } }
+      ).data.id
+    const subscribed = await hook(['transaction.created'])
+    const vaultsOnly = await hook(['vault.updated'])
+    const spare = await hook(['vault.updated'])
+    const imported = await t.request('/admin/import', admin(json({ transactions: [{ ...explorerDocument.transactions[0]!, id: 'openapi-webhook' }] })))
+    expect(imported.status).toBe(200)
+    const [delivery] = (
+      (await (await t.request(`/admin/webhooks/${subscribed}/deliveries`, { headers: bearer(ADMIN_TOKEN) })).json()) as {
+        data: { items: { id: string; event_id: string }[] }
+      }
+    ).data.items
+    const unknownId = '00000000-0000-4000-8000-000000000000'
+    const wrong = bearer('wrong-token-of-enough-length')
+    cases.push(
+      {
+        path: '/admin/webhooks',
+        init: await key('POST', bearer(ADMIN_TOKEN), { url: 'https://hooks.vaultgate.test/new', event_types: ['redeem.completed'] }),
+        status: 201,
+      },
+      { path: '/admin/webhooks', init: await key('POST', bearer(ADMIN_TOKEN), { url: 'https://hooks.vaultgate.test/new', event_types: [] }), status: 400 },
+      { path: '/admin/webhooks', init: await key('POST', wrong, {}), status: 401 },
+      { app: noAdmin, path: '/admin/webhooks', init: await key('POST', {}, {}), status: 404 },
+      { path: '/admin/webhooks', init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },
+      { path: '/admin/webhooks', init: { headers: wrong }, status: 401 },
+      { app: noAdmin, path: '/admin/webhooks', status: 404 },
+      { path: `/admin/webhooks/${subscribed}`, init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },
+      { path: `/admin/webhooks/${subscribed}`, init: { headers: wrong }, status: 401 },
+      { path: `/admin/webhooks/${unknownId}`, init: { headers: bearer(ADMIN_TOKEN) }, status: 404 },
+      { path: `/admin/webhooks/${subscribed}/deliveries?limit=1&status=pending`, init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },
+      { path: `/admin/webhooks/${subscribed}/deliveries?status=lost`, init: { headers: bearer(ADMIN_TOKEN) }, status: 400 },
+      { path: `/admin/webhooks/${subscribed}/deliveries`, init: { headers: wrong }, status: 401 },
+      { path: `/admin/webhooks/${unknownId}/deliveries`, init: { headers: bearer(ADMIN_TOKEN) }, status: 404 },
+      { path: `/admin/webhooks/${subscribed}/deliveries/${delivery!.id}/replay`, init: await key('POST', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: `/admin/webhooks/${subscribed}/deliveries/${delivery!.id}/replay`, init: await key('POST', wrong), status: 401 },
+      { path: `/admin/webhooks/${subscribed}/deliveries/${unknownId}/replay`, init: await key('POST', bearer(ADMIN_TOKEN)), status: 404 },
+      { path: `/admin/webhooks/events/${delivery!.event_id}/replay`, init: await key('POST', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: `/admin/webhooks/events/${delivery!.event_id}/replay?endpoint_id=${vaultsOnly}`, init: await key('POST', bearer(ADMIN_TOKEN)), status: 400 },
+      { path: `/admin/webhooks/events/${delivery!.event_id}/replay`, init: await key('POST', wrong), status: 401 },
+      { path: `/admin/webhooks/events/${unknownId}/replay`, init: await key('POST', bearer(ADMIN_TOKEN)), status: 404 },
+      { path: `/admin/webhooks/${spare}`, init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 200 },
+      { path: `/admin/webhooks/${spare}`, init: await key('DELETE', wrong), status: 401 },
+      { path: `/admin/webhooks/${spare}`, init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 404 },
+    )
+
     // Conditional requests: a 304 for each cacheable route, with the ETag of its own last answer.
     for (const path of ['/v1/vaults', `/v1/vaults/${fullVault.id}/composition`, series]) {
       cases.push({ path, init: { headers: { 'if-none-match': (await t.request(path)).headers.get('etag')! } }, status: 304 })

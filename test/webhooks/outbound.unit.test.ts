@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { checkWebhookUrl, isPublicAddress, resolveTarget, type OutboundPolicy, type Resolver } from '../../src/webhooks/outbound.js'
 import { sendWebhook } from '../../src/webhooks/send.js'
-import { webhookSettingsFromEnv } from '../../src/webhooks/settings.js'
 import { startReceiver, type Receiver } from './receiver.js'
 
 // The outbound guard: no request to the gateway's own network unless the operator allows it, and
@@ -213,24 +212,5 @@ describe('sendWebhook', () => {
     const url = closed.url('/gone')
     await closed.close()
     expect(await send(url, open)).toMatchObject({ ok: false, statusCode: null, error: 'connection refused' })
-  })
-})
-
-describe('webhookSettingsFromEnv', () => {
-  it('reads the policy and the sealing keys', () => {
-    expect(webhookSettingsFromEnv({})).toEqual({ policy: { requireHttps: false, allowPrivate: false }, secretKeys: [] })
-    const key = Buffer.alloc(32, 3)
-    const settings = webhookSettingsFromEnv({
-      NODE_ENV: 'production',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      WEBHOOK_SECRET_KEY: `${key.toString('hex')}, ${Buffer.alloc(32, 4).toString('base64')}`,
-    })
-    expect(settings.policy).toEqual({ requireHttps: true, allowPrivate: true })
-    expect(settings.secretKeys).toEqual([key, Buffer.alloc(32, 4)])
-  })
-
-  it('refuses values it does not understand', () => {
-    expect(() => webhookSettingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow('WEBHOOK_ALLOW_PRIVATE must be true or false.')
-    expect(() => webhookSettingsFromEnv({ WEBHOOK_SECRET_KEY: 'short' })).toThrow(/WEBHOOK_SECRET_KEY must be 32 bytes/)
   })
 })

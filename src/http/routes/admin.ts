@@ -4,14 +4,16 @@ import { systemClock, type Clock } from '../../core/clock.js'
 import type { Config } from '../../config.js'
 import { badRequest } from '../../core/errors.js'
 import { importDocument } from '../../importer/write.js'
+import type { WebhookService } from '../../webhooks/service.js'
 import { allowlistRoutes } from './allowlist.js'
+import { webhookRoutes } from './webhooks.js'
 import { requireBearer } from '../middleware/bearer.js'
 import type { AppEnv } from '../env.js'
 
 export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
 
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
-export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void; clock?: Clock } = {}) {
+export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService }) {
   const app = new Hono<AppEnv>()
   app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin'))
 
@@ -36,5 +38,6 @@ export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataC
     },
   )
   app.route('/allowlist', allowlistRoutes(hooks.clock ?? systemClock))
+  app.route('/webhooks', webhookRoutes(hooks.webhooks))
   return app
 }
