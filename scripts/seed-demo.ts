@@ -11,7 +11,11 @@ try {
   if (pending.length > 0) throw new Error(`${pending.length} migration(s) pending; run \`vaultgate migrate\` first.`)
   const result = await seedDemoIfEmpty(db.prisma)
   const c = result.counts
-  console.log(c ? `Seeded ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).` : 'The database already holds vaults; nothing seeded.')
+  console.log(
+    c
+      ? `Seeded ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`
+      : 'The database already holds vaults; nothing seeded.',
+  )
 } catch (e) {
   console.error(`seed: ${(e as Error).message}`)
   process.exitCode = 1

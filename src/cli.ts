@@ -2,19 +2,19 @@ import { existsSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander'
-import { addToAllowlist, listAllowlist, removeFromAllowlist } from './allowlist.js'
+import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
 import { jwksFileProblem } from './auth/session.js'
-import { EVM_ADDRESS } from './auth/wallets.js'
-import { systemClock } from './clock.js'
+import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { migrationStatus, type MigrationStatus } from './db/migration-status.js'
 import { checkDatabase } from './db/preflight.js'
-import { DataDirBusyError, readLock } from './embedded-lock.js'
-import { createLogger, setLogger } from './log.js'
-import { readLocalMigrations } from './migrate.js'
-import { packageRoot } from './paths.js'
-import { createProgress } from './progress.js'
-import { applyRuntimeFlags } from './runtime-flags.js'
+import { DataDirBusyError, readLock } from './db/embedded-lock.js'
+import { createLogger, setLogger } from './core/log.js'
+import { readLocalMigrations } from './db/migrate.js'
+import { packageRoot } from './core/paths.js'
+import { createProgress } from './core/progress.js'
+import { applyRuntimeFlags } from './core/runtime-flags.js'
+import { normalizeAddress } from './wallets/address.js'
 import { BootError, prepareDatabase, startGateway, unreachableDatabase } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
@@ -222,7 +222,7 @@ async function importCommand(file: string): Promise<void> {
       } catch {
         throw new BootError(`${file} is not valid JSON.`)
       }
-      const { importDocument } = await import('./import.js')
+      const { importDocument } = await import('./importer/write.js')
       progress.update('Opening the database')
       counts = await withDatabase(config, () => {
         progress.update('Validating the document')
@@ -254,8 +254,8 @@ async function allowlistCommand(action: 'add' | 'remove' | 'list', rawAddress?: 
     for (const e of items) out(`${e.address}  ${new Date(e.createdAtMs).toISOString()}${e.note ? `  ${e.note}` : ''}`)
     return
   }
-  if (!rawAddress || !EVM_ADDRESS.test(rawAddress)) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
-  const address = rawAddress.toLowerCase()
+  const address = normalizeAddress(rawAddress)
+  if (address === undefined) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
   const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
   const url = await runningGateway(config)
   if (action === 'add') {
@@ -350,18 +350,14 @@ export function createProgram(): Command {
     .action((address: string, note: string[]) => allowlistCommand('add', address, note))
   allowlist
     .command('remove')
-    .description("Remove a wallet; its API key is revoked.")
+    .description('Remove a wallet; its API key is revoked.')
     .argument('<address>', 'the wallet')
     .action((address: string) => allowlistCommand('remove', address))
   allowlist
     .command('list')
     .description('List the wallets with when they were added and their notes.')
     .action(() => allowlistCommand('list'))
-  program
-    .command('import')
-    .description(commands.import.summary)
-    .argument('<file>', 'the JSON document')
-    .action(importCommand)
+  program.command('import').description(commands.import.summary).argument('<file>', 'the JSON document').action(importCommand)
   // A usage error points at the help of the command it is about.
   const pointToHelp = (cmd: Command, name: string) => {
     for (const sub of cmd.commands) {
@@ -379,7 +375,8 @@ export async function main(argv: string[]): Promise<void> {
     await createProgram().parseAsync(argv.length === 0 ? ['start'] : argv, { from: 'user' })
   } catch (e) {
     if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2) // help and version, or a usage error already printed
-    const known = e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
+    const known =
+      e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
     process.stderr.write(`vaultgate: ${known ? (e as Error).message : `failed: ${(e as Error).message ?? String(e)}`}\n`)
     if (process.env.DEBUG) process.stderr.write(`${(e as Error).stack}\n`)
     process.exit(1)

@@ -4,8 +4,8 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { readLocalMigrations } from '../src/migrate.js'
-import { packageRoot } from '../src/paths.js'
+import { readLocalMigrations } from '../src/db/migrate.js'
+import { packageRoot } from '../src/core/paths.js'
 import { emptyPostgres, testBackend } from './support/db.js'
 import { runCli, startGatewayProcess } from './support/process.js'
 
@@ -41,7 +41,11 @@ describe('the vaultgate command line', () => {
 
   it('refuses unknown commands and options with a suggestion and exit code 2, touching nothing', async () => {
     const env = { DATA_DIR: path.join(dir, 'never') }
-    expect(await runCli(['strat'], env)).toEqual({ code: 2, stdout: '', stderr: "vaultgate: unknown command 'strat'\n(Did you mean start?)\nRun `vaultgate --help` for the commands.\n" })
+    expect(await runCli(['strat'], env)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "vaultgate: unknown command 'strat'\n(Did you mean start?)\nRun `vaultgate --help` for the commands.\n",
+    })
     expect(await runCli(['start', '--prot', '5000'], env)).toEqual({
       code: 2,
       stdout: '',
@@ -50,17 +54,31 @@ describe('the vaultgate command line', () => {
     expect(await runCli(['migrate', '--dryrun'], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('(Did you mean --dry-run?)') })
     expect(await runCli(['start', '--port', 'http'], env)).toMatchObject({
       code: 2,
-      stderr: "vaultgate: option '--port <number>' argument 'http' is invalid. It must be an integer from 0 to 65535.\nRun `vaultgate start --help` for its usage.\n",
+      stderr:
+        "vaultgate: option '--port <number>' argument 'http' is invalid. It must be an integer from 0 to 65535.\nRun `vaultgate start --help` for its usage.\n",
     })
-    expect(await runCli(['migrate', '--dry-run', '--status'], env)).toMatchObject({ code: 2, stderr: expect.stringContaining("option '--dry-run' cannot be used with option '--status'") })
-    expect(await runCli(['import'], env)).toMatchObject({ code: 2, stderr: "vaultgate: missing required argument 'file'\nRun `vaultgate import --help` for its usage.\n" })
-    expect(await runCli(['allowlist', 'ad'], env)).toMatchObject({ code: 2, stderr: expect.stringMatching(/^vaultgate: unknown allowlist action 'ad'\n\(Did you mean add\?\)\n/) })
+    expect(await runCli(['migrate', '--dry-run', '--status'], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("option '--dry-run' cannot be used with option '--status'"),
+    })
+    expect(await runCli(['import'], env)).toMatchObject({
+      code: 2,
+      stderr: "vaultgate: missing required argument 'file'\nRun `vaultgate import --help` for its usage.\n",
+    })
+    expect(await runCli(['allowlist', 'ad'], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^vaultgate: unknown allowlist action 'ad'\n\(Did you mean add\?\)\n/),
+    })
     expect(existsSync(env.DATA_DIR)).toBe(false)
   })
 
   it('reports a bad LOG_LEVEL as one configuration line, not a logger stack trace', async () => {
     const r = await runCli(['migrate'], { LOG_LEVEL: 'warning', DATA_DIR: path.join(dir, 'never') })
-    expect(r).toEqual({ code: 1, stdout: '', stderr: 'vaultgate: Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n' })
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'vaultgate: Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n',
+    })
   })
 
   it('reports a missing AUTH_JWKS_FILE with the other configuration problems, before anything is written', async () => {
@@ -108,7 +126,11 @@ describe(`vaultgate migrate (${testBackend})`, () => {
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
   it('--dry-run and --status list what is pending on an empty database and apply nothing', async () => {
-    expect(await runCli(['migrate', '--dry-run'], env)).toEqual({ code: 0, stdout: `Would apply ${names.length} migration(s): ${names.join(', ')}\n`, stderr: '' })
+    expect(await runCli(['migrate', '--dry-run'], env)).toEqual({
+      code: 0,
+      stdout: `Would apply ${names.length} migration(s): ${names.join(', ')}\n`,
+      stderr: '',
+    })
     expect(await runCli(['migrate', '--status'], env)).toEqual({
       code: 0,
       stdout: `${names.map((n) => `pending  ${n}\n`).join('')}${names.length} migration(s) pending; \`vaultgate migrate\` applies them.\n`,
@@ -133,7 +155,11 @@ describe(`vaultgate migrate (${testBackend})`, () => {
     expect(await runCli(['migrate'], env)).toEqual({ code: 0, stdout: `Applied ${names.length} migration(s): ${names.join(', ')}\n`, stderr: '' })
     expect(await runCli(['migrate'], env)).toEqual({ code: 0, stdout: 'The database is up to date.\n', stderr: '' })
     expect(await runCli(['migrate', '--dry-run'], env)).toEqual({ code: 0, stdout: 'The database is up to date.\n', stderr: '' })
-    expect(await runCli(['migrate', '--status'], env)).toEqual({ code: 0, stdout: `${names.map((n) => `applied  ${n}\n`).join('')}The database is up to date.\n`, stderr: '' })
+    expect(await runCli(['migrate', '--status'], env)).toEqual({
+      code: 0,
+      stdout: `${names.map((n) => `applied  ${n}\n`).join('')}The database is up to date.\n`,
+      stderr: '',
+    })
   })
 
   it('then start serves with MIGRATE_ON_START=false, and honours --port and --host over PORT and HOST', async () => {
@@ -142,7 +168,12 @@ describe(`vaultgate migrate (${testBackend})`, () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
     const takenPort = (taken.address() as { port: number }).port
     try {
-      const gw = await startGatewayProcess({ ...env, MIGRATE_ON_START: 'false', SEED_DEMO: 'false', PORT: String(takenPort), HOST: '192.0.2.1' }, 60_000, ['--port', '0', '--host', '127.0.0.1'])
+      const gw = await startGatewayProcess({ ...env, MIGRATE_ON_START: 'false', SEED_DEMO: 'false', PORT: String(takenPort), HOST: '192.0.2.1' }, 60_000, [
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+      ])
       try {
         expect(gw.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
         expect(gw.url).not.toBe(`http://127.0.0.1:${takenPort}`)

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { commands } from '../src/cli.js'
 import { configVariables, loadConfig } from '../src/config.js'
-import { packageRoot } from '../src/paths.js'
+import { packageRoot } from '../src/core/paths.js'
 
 // This machine cannot build images or pull base images: what can be proved here is that the
 // Dockerfile, compose.yaml and the Caddyfile agree with the CLI and the configuration, and that the
@@ -105,7 +105,10 @@ describe('compose.yaml', () => {
     expect(vaultgate.length).toBeGreaterThanOrEqual(3)
     for (const [name, service] of vaultgate) {
       const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]))
-      expect(Object.keys(env).filter((k) => !configVariables.includes(k)), name).toEqual([])
+      expect(
+        Object.keys(env).filter((k) => !configVariables.includes(k)),
+        name,
+      ).toEqual([])
       expect(() => loadConfig(env), name).not.toThrow()
     }
   })
@@ -114,7 +117,13 @@ describe('compose.yaml', () => {
     const pg = services.postgres!.environment!
     for (const [name, service] of vaultgate) {
       const db = new URL(service.environment!.DATABASE_URL!)
-      expect([db.hostname, db.port, db.username, db.password, db.pathname], name).toEqual(['postgres', '5432', pg.POSTGRES_USER, pg.POSTGRES_PASSWORD, `/${pg.POSTGRES_DB}`])
+      expect([db.hostname, db.port, db.username, db.password, db.pathname], name).toEqual([
+        'postgres',
+        '5432',
+        pg.POSTGRES_USER,
+        pg.POSTGRES_PASSWORD,
+        `/${pg.POSTGRES_DB}`,
+      ])
       expect(new URL(service.environment!.REDIS_URL!).host, name).toBe('redis:6379')
     }
   })

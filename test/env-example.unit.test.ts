@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { configVariables, loadConfig } from '../src/config.js'
-import { packageRoot } from '../src/paths.js'
+import { packageRoot } from '../src/core/paths.js'
 
 const read = (file: string) => readFileSync(path.join(packageRoot, file), 'utf8')
 

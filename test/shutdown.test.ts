@@ -1,9 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { rm } from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freshStorage, testBackend } from './support/db.js'
-import { startGatewayProcess } from './support/process.js'
+import { embeddedDataDir, startGatewayProcess } from './support/process.js'
 
 const query = (url: string) =>
   fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
@@ -16,14 +15,19 @@ async function until(condition: () => boolean, what: string) {
 // A rolling restart (Kubernetes, compose): the orchestrator sends SIGTERM and, at the same time,
 // starts taking the instance out of its load balancer. Requests still arrive for a few seconds.
 describe(`a gateway process told to stop (${testBackend})`, () => {
-  let dir: string
+  let dataDir: string | undefined
   let env: Record<string, string>
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-shutdown-'))
     const storage = await freshStorage()
-    env = storage.mode === 'postgres' ? { DATABASE_URL: storage.url } : { DATA_DIR: path.join(dir, 'data'), SEED_DEMO: 'false' }
+    if (storage.mode === 'postgres') env = { DATABASE_URL: storage.url }
+    else {
+      dataDir = await embeddedDataDir('vaultgate-shutdown-')
+      env = { DATA_DIR: dataDir, SEED_DEMO: 'false' }
+    }
   })
-  afterAll(() => rm(dir, { recursive: true, force: true }))
+  afterAll(async () => {
+    if (dataDir) await rm(path.dirname(dataDir), { recursive: true, force: true })
+  })
 
   it('answers /readyz 503 at once on SIGTERM, keeps serving everything else for SHUTDOWN_DELAY_MS, then exits 0', async () => {
     const gw = await startGatewayProcess({ ...env, SHUTDOWN_DELAY_MS: '5000' })
@@ -36,7 +40,11 @@ describe(`a gateway process told to stop (${testBackend})`, () => {
       await until(() => gw.output().includes('SIGTERM received'), 'the SIGTERM line')
       const [ready, health, answer] = await Promise.all([fetch(`${gw.url}/readyz`), fetch(`${gw.url}/healthz`), query(gw.url)])
       expect(ready.status).toBe(503)
-      expect(await ready.json()).toEqual({ status: 'error', error: { code: 'unavailable', message: 'The gateway is shutting down.' }, server_time_ms: expect.any(Number) })
+      expect(await ready.json()).toEqual({
+        status: 'error',
+        error: { code: 'unavailable', message: 'The gateway is shutting down.' },
+        server_time_ms: expect.any(Number),
+      })
       expect(health.status).toBe(200)
       expect(await answer.json()).toEqual({ data: { vault: null } })
       // Clients are told to reconnect (elsewhere) rather than keep this connection alive.

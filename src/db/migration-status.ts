@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js'
-import { readLocalMigrations } from '../migrate.js'
+import { readLocalMigrations } from './migrate.js'
 
 export interface MigrationStatus {
   /** Checked-in migrations the database records as finished, in order. */

@@ -19,7 +19,8 @@ export async function checkDatabase(url: string, connectTimeoutMs: number): Prom
     const where = `PostgreSQL at ${u.hostname}:${u.port || 5432}`
     const database = decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres'
     // 3D000 invalid_catalog_name; 28P01 invalid_password; 28000 invalid_authorization_specification (unknown role, no pg_hba entry).
-    if (code === '3D000') return { ok: false, problem: `DATABASE_URL: the database "${database}" does not exist on ${where}; create it (createdb ${database}) or fix the URL` }
+    if (code === '3D000')
+      return { ok: false, problem: `DATABASE_URL: the database "${database}" does not exist on ${where}; create it (createdb ${database}) or fix the URL` }
     if (code === '28P01' || code === '28000') return { ok: false, problem: `DATABASE_URL: ${where} refused the connection: ${message ?? code}` }
     return { ok: false, unreachable: e }
   } finally {

@@ -4,18 +4,22 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { packageRoot } from '../../src/paths.js'
-import { DataDirBusyError, lockDataDir, readLock } from '../../src/embedded-lock.js'
+import { packageRoot } from '../../src/core/paths.js'
+import { DataDirBusyError, lockDataDir, readLock } from '../../src/db/embedded-lock.js'
 
 // Short timings (the library's minimum staleness is 2 s) so a takeover happens within the test.
 const timing = { staleMs: 2000, updateMs: 1000 }
 
 /** Another process holding `dir`, as a running gateway does. */
 function holder(dir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(packageRoot, 'test/support/lock-holder.ts'), dir, String(timing.staleMs), String(timing.updateMs)], {
-    cwd: packageRoot,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(packageRoot, 'test/support/lock-holder.ts'), dir, String(timing.staleMs), String(timing.updateMs)],
+    {
+      cwd: packageRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve(child))
     child.on('exit', (code) => reject(new Error(`lock holder exited with ${code}`)))

@@ -1,6 +1,6 @@
 import { createHook } from 'node:async_hooks'
 import { describe, expect, it } from 'vitest'
-import { openDatabase } from '../../src/db.js'
+import { openDatabase } from '../../src/db/client.js'
 import { emptyPostgres, testBackend } from '../support/db.js'
 
 // `vaultgate migrate` is a one-shot command (a compose service, a Kubernetes Job): it must exit
