@@ -132,7 +132,7 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
   out.push({
     level: 'info',
     path,
-    message: `"${vault.id}": ${vault.kind === 'erc7540' ? 'ERC-7540' : 'ERC-4626'} vault over asset ${facts.asset} (${facts.assetDecimals} decimals, shares ${facts.vaultDecimals}); at block ${head}: tvl ${snap.tvl}, share price ${snap.share_price}`,
+    message: `"${vault.id}": ${isAsync ? 'ERC-7540' : 'ERC-4626'} vault over asset ${facts.asset} (${facts.assetDecimals} decimals, shares ${facts.vaultDecimals}); at block ${head}: tvl ${snap.tvl}, share price ${snap.share_price}`,
   })
   return out
 }

@@ -67,10 +67,12 @@ export function planTimedSnapshots(input: { from: bigint; start: BlockRef; end: 
     blocks.push(from)
     due = startMs + intervalMs
   }
-  const spanBlocks = Number(end.number - start.number)
-  const spanMs = endMs - startMs
+  const spanBlocks = end.number - start.number
+  const spanMs = BigInt(endMs - startMs)
   while (due <= endMs) {
-    let b = spanMs <= 0 ? end.number : start.number + BigInt(Math.ceil(((due - startMs) / spanMs) * spanBlocks))
+    // ceil((due − start) × blocks / ms), in integers so whole numbers stay whole
+    const offset = BigInt(due - startMs) * spanBlocks
+    let b = spanMs <= 0n ? end.number : start.number + (offset + spanMs - 1n) / spanMs
     if (b < from) b = from
     const previous = blocks.at(-1)
     if (previous !== undefined && b <= previous) b = previous + 1n

@@ -149,7 +149,7 @@ const NOT_CONFIGURABLE: Record<string, string> = {
 }
 
 const documentSchema = z.strictObject({
-  chains: z.record(z.string(), chainSchema),
+  chains: z.record(z.string(), z.unknown()),
   vaults: z.array(z.unknown()),
 })
 
@@ -185,6 +185,26 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const PLACEHOLDER_ADDRESS = `0x${'0'.repeat(40)}`
 
 /**
+ * A vault record for the importer's validation: the file's metadata, with placeholders where the
+ * values come from the chain (they are not the file's to set, and are checked apart).
+ */
+function importerCandidate(metadata: Record<string, unknown>, chain: string): Record<string, unknown> {
+  return {
+    // All their fields are optional (spec: "all fields optional, each nullable"), so the objects are too.
+    deposit_constraints: {},
+    withdraw_constraints: {},
+    icons: {},
+    ...metadata,
+    chain,
+    chain_id: null,
+    contract: { address: PLACEHOLDER_ADDRESS },
+    tvl: '0',
+    share_price: '0',
+    base_asset_price_usd: metadata.base_asset_price_usd ?? '0',
+  }
+}
+
+/**
  * Validates a parsed sources file and returns it with defaults applied, addresses lowercase and
  * the vault metadata in the importer's canonical form. Throws SourcesConfigError listing every
  * problem with its JSON path (`vaults[2].kind: must be one of "erc4626", "erc7540"`); the metadata
@@ -197,8 +217,14 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
   const issues: Issue[] = []
   const chains: Record<string, SourceChain> = {}
   const chainNameOf = new Map<number, string>()
-  for (const [name, c] of Object.entries(doc.data.chains)) {
+  for (const [name, raw] of Object.entries(doc.data.chains)) {
     if (!CHAIN_NAME.test(name)) issues.push({ path: ['chains', name], message: 'the name must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit' })
+    const parsed = chainSchema.safeParse(raw, { reportInput: true })
+    if (!parsed.success) {
+      issues.push(...zodIssues(parsed.error, ['chains', name]))
+      continue
+    }
+    const c = parsed.data
     const other = chainNameOf.get(c.chain_id)
     if (other !== undefined) issues.push({ path: ['chains', name, 'chain_id'], message: `is also the chain_id of chains.${other}` })
     else chainNameOf.set(c.chain_id, name)
@@ -212,33 +238,26 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
     if (!isObject(raw)) {
       issues.push({ path: ['vaults', i], message: 'must be an object' })
       sources.push(undefined)
-      // Keeps the importer's indices aligned with ours.
-      candidates.push({ id: `placeholder-${i}`, name: 'x', chain: 'x', symbol: 'x', base_asset: 'x', status: 'active', perf_fee_bps: 0, api_endpoint: 'x' })
+      // A valid stand-in keeps the importer's indices aligned with ours.
+      candidates.push(importerCandidate({ id: `zz-sources-placeholder-${i}`, name: 'x', symbol: 'x', base_asset: 'x', status: 'active', perf_fee_bps: 0, api_endpoint: 'x' }, 'x'))
       return
     }
     const parsed = vaultSourceSchema.safeParse(raw, { reportInput: true })
     const source = parsed.success ? parsed.data : undefined
     if (!parsed.success) issues.push(...zodIssues(parsed.error, ['vaults', i]))
     const chainName = typeof raw.chain === 'string' ? raw.chain : undefined
-    if (chainName !== undefined && chainName.length > 0 && !Object.hasOwn(chains, chainName))
-      issues.push({ path: ['vaults', i, 'chain'], message: `must be the name of one of the chains (${Object.keys(chains).join(', ') || 'none configured'})` })
+    // Named against every chain entry, valid or not: a broken chain entry is reported on its own.
+    if (chainName !== undefined && chainName.length > 0 && !Object.hasOwn(doc.data.chains, chainName))
+      issues.push({ path: ['vaults', i, 'chain'], message: `must be the name of one of the chains (${Object.keys(doc.data.chains).join(', ') || 'none configured'})` })
     for (const [key, message] of Object.entries(NOT_CONFIGURABLE)) if (key in raw) issues.push({ path: ['vaults', i, key], message })
-    if (source && Object.hasOwn(chains, source.chain)) {
+    if (source) {
       const key = `${source.chain}\u0000${source.address}`
       const first = seenAddress.get(key)
       if (first !== undefined) issues.push({ path: ['vaults', i, 'address'], message: `is also the address of vaults[${first}] on ${source.chain}` })
       else seenAddress.set(key, i)
     }
     const metadata = Object.fromEntries(Object.entries(raw).filter(([k]) => !(SOURCE_FIELDS as readonly string[]).includes(k) && !(k in NOT_CONFIGURABLE)))
-    candidates.push({
-      ...metadata,
-      chain: chainName && chainName.length > 0 ? chainName : 'unknown',
-      chain_id: null,
-      contract: { address: PLACEHOLDER_ADDRESS },
-      tvl: '0',
-      share_price: '0',
-      base_asset_price_usd: metadata.base_asset_price_usd ?? '0',
-    })
+    candidates.push(importerCandidate(metadata, chainName && chainName.length > 0 ? chainName : 'unknown'))
     sources.push(source)
   })
 

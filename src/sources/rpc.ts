@@ -153,10 +153,10 @@ const URL_PATTERN = /\b(?:https?|wss?):\/\/[^\s"'<>]+/gi
 export function describeRpcError(error: unknown): string {
   let text: string
   if (error instanceof BaseError) {
-    const inner = error.walk((e) => e instanceof RpcRequestError || e instanceof HttpRequestError || e instanceof TimeoutError)
-    const base = inner instanceof BaseError ? inner : error
-    text = [base.shortMessage, base.details && base.details !== base.shortMessage ? base.details : ''].filter(Boolean).join(': ')
-    if (base instanceof HttpRequestError && base.status) text = `HTTP ${base.status}: ${text}`
+    // viem's outermost error names the kind (its class follows the JSON-RPC code); details carry the node's words.
+    text = [error.shortMessage, error.details && error.details !== error.shortMessage ? error.details : ''].filter(Boolean).join(': ')
+    const http = error.walk((e) => e instanceof HttpRequestError) as HttpRequestError | null
+    if (http?.status) text = `HTTP ${http.status}: ${text}`
   } else text = error instanceof Error ? error.message : String(error)
   const code = codeOf(error)
   if (code !== undefined && !text.includes(String(code))) text = `${text} (code ${code})`

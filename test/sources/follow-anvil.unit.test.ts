@@ -305,4 +305,29 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
     expect(batch.snapshots).toEqual([])
     expect(Object.fromEntries(counter.counts)).toEqual({ eth_getLogs: 1, eth_getBlockByNumber: 1 })
   })
+
+  it('yield without an event (a donation) shows at the next timed snapshot', async () => {
+    const counter = countingTransport(anvil.url)
+    const reader = new ChainReader({ chain: chainConfig(anvil.url), transport: counter.transport })
+    const vaults = (await followedVaults(reader)).map((v) => ({ ...v, snapshotIntervalMs: 60_000 })) // every 5 blocks
+    const fetcher = new LogFetcher(reader.client, { maxSpan: 2000 })
+    const head = Number(await chain.blockNumber())
+    const previous = await reader.block(BigInt(head))
+    const progress = new Map(vaults.map((v) => [v.id, { lastSnapshotAt: iso(head), open: [] }]))
+    const donation = await chain.donate(vault, 161_805_000n) // 161.805 tUSD
+    expect(donation.blockNumber).toBe(BigInt(head + 1))
+    await chain.mine(7)
+    counter.reset()
+    const batch = await collectRange(reader, fetcher, { vaults, from: BigInt(head + 1), to: BigInt(head + 6), previous, progress })
+    expect(batch.transactions).toEqual([])
+    // tvl 1618.049999 + 161.805; share price convertToAssets(1e18) = floor(1e18 × (1779854999 + 1) / (1599604303647916507101 + 1e12))
+    expect(batch.snapshots).toEqual([
+      // a minute (5 blocks) after the last snapshot
+      { vault_id: 'usd-4626', as_of: iso(head + 5), share_price: '1.112684', tvl: '1779.854999', base_asset_price_usd: null },
+      { vault_id: 'usd-7540', as_of: iso(head + 5), share_price: '1.01', tvl: '2420.000001', base_asset_price_usd: null },
+    ])
+    expect(batch.progress.get('usd-4626')!.lastSnapshotAt).toBe(iso(head + 5))
+    // logs, the range's last header, the snapshot block's header, one multicall for both vaults
+    expect(Object.fromEntries(counter.counts)).toEqual({ eth_getLogs: 1, eth_getBlockByNumber: 2, eth_call: 1 })
+  })
 })

@@ -25,12 +25,15 @@ import { packageRoot } from '../../src/paths.js'
 export const ANVIL_BIN = path.join(packageRoot, 'node_modules', '@foundry-rs', 'anvil-linux-amd64', 'bin', 'anvil')
 
 /** Why anvil suites cannot run here, or undefined when they can. Throws under CI when the binary is missing. */
-export function anvilSkipReason(): string | undefined {
-  const platform = `${process.platform}-${process.arch}`
+export function anvilSkipReason({
+  platform = `${process.platform}-${process.arch}`,
+  bin = ANVIL_BIN,
+  ci = process.env.CI,
+}: { platform?: string; bin?: string; ci?: string } = {}): string | undefined {
   if (platform !== 'linux-x64') return `anvil suites need linux x64 (the npm package @foundry-rs/anvil-linux-amd64); this is ${platform}`
-  if (existsSync(ANVIL_BIN)) return undefined
-  const reason = `anvil binary missing at ${path.relative(packageRoot, ANVIL_BIN)}: run npm ci`
-  if (process.env.CI) throw new Error(`${reason} (CI must run the anvil suites)`)
+  if (existsSync(bin)) return undefined
+  const reason = `anvil binary missing at ${path.relative(packageRoot, bin)}: run npm ci`
+  if (ci) throw new Error(`${reason} (CI must run the anvil suites)`)
   return reason
 }
 
