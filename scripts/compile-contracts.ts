@@ -97,7 +97,7 @@ async function main() {
     }
   }
   if (stale > 0) {
-    console.error('run: npx tsx scripts/compile-contracts.ts')
+    console.error('run: npm run contracts:compile')
     process.exitCode = 1
   }
 }

@@ -1,4 +1,3 @@
-import * as viemChains from 'viem/chains'
 import {
   BaseError,
   BlockNotFoundError,
@@ -55,8 +54,12 @@ interface Multicall {
 
 type Call = { address: Address; functionName: 'asset' | 'decimals' | 'totalAssets' | 'totalSupply' | 'convertToAssets'; args?: readonly [bigint] }
 
-/** Multicall3's deployment on a chain viem knows, if any. */
-function knownMulticall(chainId: number): Multicall | undefined {
+/**
+ * Multicall3's deployment on a chain viem knows, if any. viem's chain list takes ~0.6 s and a few
+ * MB to load, so only a chain without a configured address loads it, once.
+ */
+async function knownMulticall(chainId: number): Promise<Multicall | undefined> {
+  const viemChains = await import('viem/chains')
   for (const c of Object.values(viemChains) as { id?: number; contracts?: { multicall3?: { address: Address; blockCreated?: number } } }[]) {
     if (c?.id === chainId && c.contracts?.multicall3)
       return { address: c.contracts.multicall3.address.toLowerCase() as Address, fromBlock: BigInt(c.contracts.multicall3.blockCreated ?? 0) }
@@ -145,7 +148,7 @@ export class ChainReader {
       const configured = this.chain.multicall3_address
       if (configured === null) return null
       if (configured !== undefined) return { address: configured, fromBlock: 0n }
-      const known = knownMulticall(this.chain.chain_id)
+      const known = await knownMulticall(this.chain.chain_id)
       if (known) return known
       const code = await this.client.getCode({ address: MULTICALL3_CANONICAL })
       return code && code !== '0x' ? { address: MULTICALL3_CANONICAL as Address, fromBlock: 0n } : null
@@ -268,7 +271,8 @@ export interface HeadWatch {
 
 /**
  * Polls the confirmed head every `poll_interval_ms` and calls `onHead` when it moved; `onHead`
- * finishes before the next poll. A failure is handed to `onError` and the polling goes on.
+ * finishes before the next poll. A failure (of the poll or of `onHead`) is handed to `onError` and
+ * the polling goes on.
  */
 export function watchConfirmedHead(
   reader: ChainReader,
@@ -283,8 +287,9 @@ export function watchConfirmedHead(
       try {
         const confirmed = await reader.confirmedHead()
         if (confirmed !== null && confirmed !== last) {
-          last = confirmed
           await handlers.onHead(confirmed)
+          // Only once handled: a head whose handling failed is handed over again at the next poll.
+          last = confirmed
         }
       } catch (e) {
         handlers.onError(e)

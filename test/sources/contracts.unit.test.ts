@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { artifactPath, artifactsDir, compileContracts, serialize } from '../../scripts/compile-contracts.js'
 
 // The committed artifacts (ABI + bytecode) are what the anvil suites deploy: they must be what the
-// sources compile to. When this fails: npx tsx scripts/compile-contracts.ts
+// sources compile to. When this fails: npm run contracts:compile
 
 describe('test contracts', () => {
   it('the committed artifacts are those the sources compile to with the pinned solc-js', async () => {

@@ -266,10 +266,14 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
     expect(at19).toEqual({ blockNumber: 19n, totalAssets: 3_430_000_000n, totalSupply: 3_396_039_603_961_703_101_002n, assetsPerShare: 1_009_999n, redeemAssets: new Map([[1000n * 10n ** 18n, 1_009_999_999n], [1n, 0n]]) })
 
     // The whole scenario followed both ways gives the same records.
+    withCounter.reset()
+    withoutCounter.reset()
     const one = await follow(withMc, vaults, 3n, 2000)
     const two = await follow(without, vaults, 3n, 2000)
     expect(two.transactions).toEqual(one.transactions)
     expect(two.snapshots).toEqual(one.snapshots)
+    for (const [name, c] of [['multicall', withCounter], ['plain eth_calls', withoutCounter]] as const)
+      console.log(`[rpc load] ${name}, one range: ${c.total()} requests for 24 blocks × 2 vaults = ${(c.total() / 48).toFixed(3)} per block per vault`, Object.fromEntries(c.counts))
   })
 
   it('before Multicall3 existed at a block, reads that block with plain calls', async () => {

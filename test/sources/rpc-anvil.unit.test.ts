@@ -1,6 +1,6 @@
 import { HttpRequestError, type Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { collectRange, type FollowedVault } from '../../src/sources/collect.js'
+import { collectRange, ReorgDuringReadError, type FollowedVault } from '../../src/sources/collect.js'
 import type { SourceChain } from '../../src/sources/config.js'
 import { LogFetcher } from '../../src/sources/logs.js'
 import { ChainReader, watchConfirmedHead } from '../../src/sources/reader.js'
@@ -133,6 +133,27 @@ describe.skipIf(skip)(anvilSuiteTitle('chain reader against a misbehaving node (
     expect(failures.map((f) => [f.method, f.attempt, f.willRetry])).toEqual([['eth_call', 1, false]])
   })
 
+  it('hands a head over again when its handling failed', async () => {
+    const reader = new ChainReader({ chain: chainConfig(anvil.url) })
+    const calls: bigint[] = []
+    const errors: string[] = []
+    let reached: () => void
+    const done = new Promise<void>((resolve) => (reached = resolve))
+    const watch = watchConfirmedHead(reader, {
+      onHead: (confirmed) => {
+        calls.push(confirmed)
+        if (calls.length === 1) throw new Error('database unavailable')
+        reached()
+      },
+      onError: (e) => errors.push((e as Error).message),
+    })
+    await done
+    await watch.stop()
+    const confirmed = (await chain.blockNumber()) - 2n
+    expect(calls).toEqual([confirmed, confirmed])
+    expect(errors).toEqual(['database unavailable'])
+  })
+
   it('polls the confirmed head through failures and reports each one', async () => {
     let failuresLeft = 3
     const transport = nodeTransport(anvil.url, async (req, forward) => {
@@ -189,5 +210,31 @@ describe.skipIf(skip)(anvilSuiteTitle('chain reader against a misbehaving node (
     expect(await reader.isCanonical(now)).toBe(true)
     const after = await collectRange(reader, fetcher, { vaults: followed, from: base + 1n, to: recorded.number, previous: null, progress: new Map() })
     expect(after.transactions.map((t) => [t.address, t.amount])).toEqual([[alice, '3']])
+  })
+
+  it('notices a reorg that happens while a range is read, and records nothing of it', async () => {
+    const facts = await new ChainReader({ chain: chainConfig(anvil.url) }).vaultFacts(vault, await chain.blockNumber())
+    const followed: FollowedVault[] = [{ id: 'v', address: vault, kind: 'erc4626', snapshotIntervalMs: 3_600_000, facts }]
+    const base = await chain.blockNumber()
+    const snapshot = await chain.snapshot()
+    await chain.fund(bob, vault, 4_000_000n)
+    const bobDeposit = await chain.deposit(bob, vault, 4_000_000n)
+    await chain.mine(2)
+    let reorged = false
+    // Between the logs and the headers, the node switches to another history at the same heights.
+    const transport = nodeTransport(anvil.url, async (req, forward) => {
+      if (req.method === 'eth_getBlockByNumber' && !reorged) {
+        reorged = true
+        await chain.revert(snapshot)
+        await chain.fund(alice, vault, 5_000_000n)
+        await chain.deposit(alice, vault, 5_000_000n)
+        await chain.mine(2)
+      }
+      return forward()
+    })
+    const reader = new ChainReader({ chain: chainConfig(anvil.url), transport })
+    const read = collectRange(reader, new LogFetcher(reader.client, { maxSpan: 100 }), { vaults: followed, from: base + 1n, to: bobDeposit.blockNumber, previous: null, progress: new Map() })
+    await expect(read).rejects.toThrow(new ReorgDuringReadError(bobDeposit.blockNumber))
+    expect(reorged).toBe(true)
   })
 })

@@ -1,5 +1,6 @@
 import { HttpRequestError, InternalRpcError, InvalidParamsRpcError, LimitExceededRpcError, RpcRequestError, TimeoutError } from 'viem'
 import { describe, expect, it } from 'vitest'
+import { ChainReader } from '../../src/sources/reader.js'
 import { describeRpcError, isRangeRefusal, RequestBudget } from '../../src/sources/rpc.js'
 
 const URL_WITH_KEY = 'https://eth-mainnet.example/v2/SECRET-KEY'
@@ -66,5 +67,22 @@ describe('RPC errors', () => {
       'Request exceeds defined limit.: query returned more than 10000 results (code -32005)',
     )
     expect(describeRpcError(new Error(`connect ECONNREFUSED at ${URL_WITH_KEY}\n  more`))).toBe('connect ECONNREFUSED at [url] more')
+  })
+})
+
+describe('Multicall3', () => {
+  const chain = { name: 'x', rpc_url: 'http://127.0.0.1:9', confirmations: 2, poll_interval_ms: 4000, requests_per_second: 10, max_block_range: 2000 }
+
+  it('comes from viem\'s chain list when the file does not say, without asking the node', async () => {
+    // Nothing listens on port 9: a request would fail the test.
+    const mainnet = new ChainReader({ chain: { ...chain, chain_id: 1, multicall3_address: undefined }, retry: { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 } })
+    expect(await mainnet.multicallContract()).toEqual({ address: '0xca11bde05977b3631167028862be2a173976ca11', fromBlock: 14_353_601n })
+  })
+
+  it('is the configured address, or none when switched off', async () => {
+    const configured = new ChainReader({ chain: { ...chain, chain_id: 1, multicall3_address: '0x00000000000000000000000000000000000000c1' } })
+    expect(await configured.multicallContract()).toEqual({ address: '0x00000000000000000000000000000000000000c1', fromBlock: 0n })
+    const off = new ChainReader({ chain: { ...chain, chain_id: 1, multicall3_address: null } })
+    expect(await off.multicallContract()).toBeNull()
   })
 })
