@@ -52,8 +52,8 @@ export function nextRange(cursor: bigint, confirmedHead: bigint, maxBlocks: numb
 }
 
 /**
- * The blocks of [from, end.number] at which timed snapshots fall due: the first at `from` when the
- * vault has none yet, then one each `intervalMs` after the last. Blocks are estimated from the times
+ * The blocks of [from, end.number] at which timed snapshots fall due: one each `intervalMs` after
+ * the last, and one at `from` when the vault has none yet or one is overdue. Blocks are estimated from the times
  * of `start` (a block at or before `from`) and `end`, assuming an even pace; each snapshot is
  * stamped with its block's real time, so an estimate only shifts a snapshot a little.
  */
@@ -62,8 +62,9 @@ export function planTimedSnapshots(input: { from: bigint; start: BlockRef; end: 
   const startMs = Number(start.timestamp) * 1000
   const endMs = Number(end.timestamp) * 1000
   const blocks: bigint[] = []
-  let due = input.lastSnapshotAt === null ? null : Date.parse(input.lastSnapshotAt) + intervalMs
-  if (due === null) {
+  let due = input.lastSnapshotAt === null ? -Infinity : Date.parse(input.lastSnapshotAt) + intervalMs
+  // None yet, or overdue (a vault added late, a longer pause, a shorter interval): one at once.
+  if (due <= startMs) {
     blocks.push(from)
     due = startMs + intervalMs
   }

@@ -145,11 +145,17 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
   }
 
   it('reads asset and decimals once per vault', async () => {
-    const reader = new ChainReader({ chain: chainConfig(anvil.url) })
+    const counter = countingTransport(anvil.url)
+    const reader = new ChainReader({ chain: chainConfig(anvil.url), transport: counter.transport })
     const [v, a] = await followedVaults(reader)
     const asset = chain.deployment.asset
     expect(v!.facts).toEqual({ address: vault, asset, assetDecimals: 6, vaultDecimals: 18 })
     expect(a!.facts).toEqual({ address: asyncVault, asset, assetDecimals: 6, vaultDecimals: 18 })
+    // the head, the Multicall3 probe, then per vault asset() + decimals() in one call and the asset's decimals() in another
+    expect(Object.fromEntries(counter.counts)).toEqual({ eth_blockNumber: 1, eth_getCode: 1, eth_call: 4 })
+    counter.reset()
+    await followedVaults(reader)
+    expect(Object.fromEntries(counter.counts)).toEqual({ eth_blockNumber: 1 })
   })
 
   it('turns the chain into exactly the expected transactions and snapshots, range by range', async () => {

@@ -212,6 +212,11 @@ describe('ranges and timed snapshots', () => {
     expect(planTimedSnapshots({ from: 1001n, start: block(1000), end: block(1300), lastSnapshotAt: at(901), intervalMs: hour })).toEqual([1201n])
   })
 
+  it('takes an overdue snapshot at once, then keeps the interval', () => {
+    const yearAgo = new Date(Number(T0) * 1000 - 365 * 86_400_000).toISOString()
+    expect(planTimedSnapshots({ from: 1001n, start: block(1000), end: block(1600), lastSnapshotAt: yearAgo, intervalMs: hour })).toEqual([1001n, 1300n, 1600n])
+  })
+
   it('never plans two snapshots in one block, nor one outside the range', () => {
     // One-minute interval over 12-second blocks: every fifth block.
     expect(planTimedSnapshots({ from: 11n, start: block(10), end: block(30), lastSnapshotAt: at(10), intervalMs: 60_000 })).toEqual([15n, 20n, 25n, 30n])
