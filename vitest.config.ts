@@ -11,7 +11,17 @@ export default defineConfig({
     projects: [
       { test: { ...common, name: 'pglite', env: { VAULTGATE_TEST_DB: 'pglite' }, globalSetup: ['test/support/pglite-setup.ts'] } },
       ...(postgres
-        ? [{ test: { ...common, exclude: ['test/**/*.unit.test.ts'], name: 'postgres', env: { VAULTGATE_TEST_DB: 'postgres' }, globalSetup: ['test/support/postgres-setup.ts'] } }]
+        ? [
+            {
+              test: {
+                ...common,
+                exclude: ['test/**/*.unit.test.ts'],
+                name: 'postgres',
+                env: { VAULTGATE_TEST_DB: 'postgres' },
+                globalSetup: ['test/support/postgres-setup.ts'],
+              },
+            },
+          ]
         : []),
     ],
   },

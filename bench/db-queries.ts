@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { decodeCursor, encodeCursor } from '../src/domain/transaction-page.js'
+import { decodeCursor, encodeCursor } from '../src/wallets/history-cursor.js'
 
 // The database limit: for each scenario, the one SQL statement a hand-written handler needs to
 // answer the same request, and the few lines of JavaScript that turn its rows into the same JSON
@@ -169,7 +169,12 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
       const labels = [...new Set(points.flatMap((p) => [...p.w.keys()]))].sort((a, b) => (newest.get(b) ?? 0) - (newest.get(a) ?? 0) || (a < b ? -1 : 1))
       return {
         status: 200,
-        body: { group_by: 'platform', timeframe: '1y', labels, points: points.map((p) => ({ t: p.t.toISOString(), weights_pct: labels.map((l) => p.w.get(l) ?? 0) })) },
+        body: {
+          group_by: 'platform',
+          timeframe: '1y',
+          labels,
+          points: points.map((p) => ({ t: p.t.toISOString(), weights_pct: labels.map((l) => p.w.get(l) ?? 0) })),
+        },
       }
     },
   },
@@ -200,7 +205,15 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
       return {
         status: 200,
         body: {
-          items: page.map((r) => ({ id: r.id, vault_id: r.vault_id, type: r.type, status: r.status, amount: amount(r.amount), timestamp: r.timestamp.toISOString(), tx_hash: r.tx_hash })),
+          items: page.map((r) => ({
+            id: r.id,
+            vault_id: r.vault_id,
+            type: r.type,
+            status: r.status,
+            amount: amount(r.amount),
+            timestamp: r.timestamp.toISOString(),
+            tx_hash: r.tx_hash,
+          })),
           next_cursor: rows.length > 50 && last ? encodeCursor(filter, { timestamp: last.timestamp, id: last.id }) : null,
         },
       }
@@ -220,7 +233,15 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
           data: {
             vaults: {
               edges: doc.vaults.map((v) => ({
-                node: { id: v.id, name: v.name, chain: v.chain, status: v.status, tvl: amount(v.tvl), sharePrice: amount(v.share_price), composition: v.as_of ? { asOf: iso(v.as_of), positions: v.positions ?? [] } : null },
+                node: {
+                  id: v.id,
+                  name: v.name,
+                  chain: v.chain,
+                  status: v.status,
+                  tvl: amount(v.tvl),
+                  sharePrice: amount(v.share_price),
+                  composition: v.as_of ? { asOf: iso(v.as_of), positions: v.positions ?? [] } : null,
+                },
               })),
             },
             user: {
@@ -247,7 +268,13 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
       const [k] = await q(KEY_STATE, [createHash('sha256').update(apiKey).digest('hex')])
       const active = !!k && k.revoked_at === null && k.expires_at.getTime() > Date.now() && k.allowlisted
       const data = k
-        ? { active, wallet: k.wallet, keyId: k.id, expiresAtMs: k.expires_at.getTime(), reason: active ? null : k.revoked_at ? 'revoked' : !k.allowlisted ? 'not_whitelisted' : 'expired' }
+        ? {
+            active,
+            wallet: k.wallet,
+            keyId: k.id,
+            expiresAtMs: k.expires_at.getTime(),
+            reason: active ? null : k.revoked_at ? 'revoked' : !k.allowlisted ? 'not_whitelisted' : 'expired',
+          }
         : { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }
       return { status: 200, body: { status: 'ok', data, server_time_ms: Date.now() } }
     },

@@ -9,7 +9,9 @@ import { dbRoutes, operationOf, type Query } from './db-queries.js'
 
 const pool = process.env.DATABASE_URL ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_MAX ?? 10) }) : undefined
 const pglite = pool ? undefined : await PGlite.create(process.env.PGLITE_DIR!)
-const query: Query = pool ? async (sql, params) => (await pool.query(sql, params)).rows : async (sql, params) => (await pglite!.query<Record<string, any>>(sql, params)).rows
+const query: Query = pool
+  ? async (sql, params) => (await pool.query(sql, params)).rows
+  : async (sql, params) => (await pglite!.query<Record<string, any>>(sql, params)).rows
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = []

@@ -8,8 +8,8 @@
 // Fills the database first (scripts/generate-transactions.ts) when it holds fewer bench rows.
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db.js'
-import type { HistoryFilter } from '../src/domain/transaction-page.js'
+import { openDatabase } from '../src/db/client.js'
+import type { HistoryFilter } from '../src/wallets/history-cursor.js'
 import { BENCH_VAULT, BENCH_WALLET, generateTransactions } from '../scripts/generate-transactions.js'
 import { explainHistoryPage, positionAt } from './history-plan.js'
 

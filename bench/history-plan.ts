@@ -1,9 +1,9 @@
 // The query plan of one transaction-history page, reduced to what shows whether a page costs the
 // same at any depth: which index is walked, whether anything sorts, and how many rows are touched.
-import type { Db } from '../src/db.js'
-import type { HistoryFilter, HistoryPosition } from '../src/domain/transaction-page.js'
+import type { Db } from '../src/db/client.js'
+import type { HistoryFilter, HistoryPosition } from '../src/wallets/history-cursor.js'
 import { Prisma } from '../src/generated/prisma/client.js'
-import { historyPageSql } from '../src/queries/transactions.js'
+import { historyPageSql } from '../src/wallets/store.js'
 
 interface PlanNode {
   'Node Type': string
@@ -41,7 +41,12 @@ export async function explainHistoryPage(db: Db, filter: HistoryFilter, after: H
   walk(top.Plan, (n) => {
     plan.nodeTypes.push(n['Node Type'])
     if (n['Index Name']) {
-      plan.indexScans.push({ index: n['Index Name'], cond: n['Index Cond'] ?? '', rows: n['Actual Rows'] ?? 0, removedByFilter: n['Rows Removed by Filter'] ?? 0 })
+      plan.indexScans.push({
+        index: n['Index Name'],
+        cond: n['Index Cond'] ?? '',
+        rows: n['Actual Rows'] ?? 0,
+        removedByFilter: n['Rows Removed by Filter'] ?? 0,
+      })
     }
   })
   plan.buffers = (top.Plan['Shared Hit Blocks'] ?? 0) + (top.Plan['Shared Read Blocks'] ?? 0)

@@ -14,7 +14,12 @@ interface Recorded {
 }
 
 const recorded = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Recorded[]
-const answers = new Map(recorded.map((r) => [r.key, { status: r.status, headers: { 'content-type': r.contentType, 'content-length': Buffer.byteLength(r.body) }, body: Buffer.from(r.body) }]))
+const answers = new Map(
+  recorded.map((r) => [
+    r.key,
+    { status: r.status, headers: { 'content-type': r.contentType, 'content-length': Buffer.byteLength(r.body) }, body: Buffer.from(r.body) },
+  ]),
+)
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = []

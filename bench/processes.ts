@@ -66,7 +66,10 @@ export async function startGateway(env: Record<string, string>, nodeArgs: string
   const deadline = Date.now() + 120_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the gateway exited with code ${child.exitCode}: ${stderr}`)
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (Date.now() > deadline) {
       child.kill('SIGKILL')

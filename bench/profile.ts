@@ -12,7 +12,14 @@ import { scenarios } from './scenarios.js'
 // e.g. one kept by `npm run bench -- --quick`): loads the gateway under `node --cpu-prof` with one
 // scenario and prints where its CPU time goes, by package and by function (self time).
 
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'get_vault' }, cache: { type: 'boolean', default: false }, seconds: { type: 'string', default: '8' }, top: { type: 'string', default: '25' } } })
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'get_vault' },
+    cache: { type: 'boolean', default: false },
+    seconds: { type: 'string', default: '8' },
+    top: { type: 'string', default: '25' },
+  },
+})
 const dir = await mkdtemp(path.join(os.tmpdir(), 'vaultgate-prof-'))
 const env: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : { DATA_DIR: process.env.DATA_DIR ?? './.data' }
 if (!values.cache) Object.assign(env, { RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
@@ -21,7 +28,11 @@ env.INTERNAL_TOKEN = 'bench-internal-token-0123456789'
 for (const k of ['LOG_LEVEL', 'DB_POOL_MAX']) if (process.env[k]) env[k] = process.env[k]!
 const gateway = await startGateway(env, ['--cpu-prof', `--cpu-prof-dir=${dir}`])
 const vaultIds = ((await (await fetch(`${gateway.url}/v1/vaults?limit=200`)).json()) as { items: { id: string }[] }).items.map((v) => v.id)
-const scenario = scenarios({ vaultIds, dashboardWallet: process.env.DASHBOARD_WALLET, keys: { rawKeys: Array.from({ length: 50 }, (_, i) => rawKeyOf(i + 1)), internalToken: env.INTERNAL_TOKEN } }).find((s) => s.id === values.scenario)!
+const scenario = scenarios({
+  vaultIds,
+  dashboardWallet: process.env.DASHBOARD_WALLET,
+  keys: { rawKeys: Array.from({ length: 50 }, (_, i) => rawKeyOf(i + 1)), internalToken: env.INTERNAL_TOKEN },
+}).find((s) => s.id === values.scenario)!
 const r = await load(gateway.url, scenario.requests, { seconds: Number(values.seconds), connections: 50 })
 await gateway.stop()
 process.stdout.write(`${scenario.title}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms (under the profiler)\n`)
@@ -34,7 +45,9 @@ interface Node {
 const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!
 const profile = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }
 const self = new Map<number, number>()
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+profile.samples.forEach((id, i) => {
+  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+})
 const total = [...self.values()].reduce((a, b) => a + b, 0)
 const byPackage = new Map<string, number>()
 const byFunction = new Map<string, number>()
@@ -48,7 +61,20 @@ for (const node of profile.nodes) {
 }
 function packageOf(node: Node): string {
   const url = node.callFrame.url
-  return url.includes('node_modules/') ? url.split('node_modules/').pop()!.split('/').slice(0, url.split('node_modules/').pop()!.startsWith('@') ? 2 : 1).join('/') : url.includes('/dist/') ? `vaultgate ${url.split('/dist/').pop()}` : url.startsWith('node:') ? 'node core' : node.callFrame.functionName.startsWith('(') ? node.callFrame.functionName : url || '(native)'
+  return url.includes('node_modules/')
+    ? url
+        .split('node_modules/')
+        .pop()!
+        .split('/')
+        .slice(0, url.split('node_modules/').pop()!.startsWith('@') ? 2 : 1)
+        .join('/')
+    : url.includes('/dist/')
+      ? `vaultgate ${url.split('/dist/').pop()}`
+      : url.startsWith('node:')
+        ? 'node core'
+        : node.callFrame.functionName.startsWith('(')
+          ? node.callFrame.functionName
+          : url || '(native)'
 }
 // Inclusive: the share of samples with the package anywhere on the stack (who causes the work).
 const parent = new Map<number, number>()
@@ -70,7 +96,11 @@ profile.samples.forEach((id, i) => {
   for (const p of seen) inclusiveFn.set(p, (inclusiveFn.get(p) ?? 0) + (profile.timeDeltas[i] ?? 0))
 })
 const show = (m: Map<string, number>, n: number) =>
-  [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`).join('\n')
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `  ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`)
+    .join('\n')
 process.stdout.write(`\nInclusive time by package (on the stack):\n${show(inclusive, 20)}\n`)
 if (process.env.PROFILE_INCLUSIVE) process.stdout.write(`\nInclusive time by function:\n${show(inclusiveFn, Number(process.env.PROFILE_INCLUSIVE))}\n`)
 process.stdout.write(`\nSelf time by package:\n${show(byPackage, 15)}\n\nSelf time by function:\n${show(byFunction, Number(values.top))}\n`)

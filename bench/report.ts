@@ -32,7 +32,13 @@ export interface ModeResult {
 
 export function machine() {
   const cpus = os.cpus()
-  return { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), os: `${os.type()} ${os.release()}`, node: process.version }
+  return {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+  }
 }
 
 const pct = (x: number | undefined) => (x === undefined ? '' : `${(x * 100).toFixed(0)}%`)
@@ -46,9 +52,15 @@ function table(header: string[], lines: string[][]): string {
 /** A Markdown table (it reads well on a terminal and pastes into the README as it is). */
 export function formatTable(result: { machine: ReturnType<typeof machine>; settings: { seconds: number; connections: number }; modes: ModeResult[] }): string {
   const m = result.machine
-  const out = [`${m.cores} × ${m.cpu}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}; ${result.settings.connections} connections, ${result.settings.seconds} s per measurement`]
+  const out = [
+    `${m.cores} × ${m.cpu}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}; ${result.settings.connections} connections, ${result.settings.seconds} s per measurement`,
+  ]
   for (const mode of result.modes) {
-    out.push('', `${mode.mode === 'postgres' ? 'PostgreSQL, generated dataset' : 'Embedded PGlite, demo data'}: ready in ${mode.readyMs.toFixed(0)} ms, peak gateway RSS ${mode.peakRssMiB.toFixed(0)} MiB`, '')
+    out.push(
+      '',
+      `${mode.mode === 'postgres' ? 'PostgreSQL, generated dataset' : 'Embedded PGlite, demo data'}: ready in ${mode.readyMs.toFixed(0)} ms, peak gateway RSS ${mode.peakRssMiB.toFixed(0)} MiB`,
+      '',
+    )
     out.push(
       table(
         ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'of physical', 'of database', 'CPU µs/req', 'SQL/req', 'RSS MiB'],

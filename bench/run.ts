@@ -66,7 +66,12 @@ async function record(gateway: Gateway, list: Scenario[]): Promise<Recorded[]> {
       const res = await fetch(gateway.url + r.path, { method: r.method, body: r.body, headers: r.headers })
       const body = await res.text()
       if (res.status !== 200) throw new Error(`${s.id}: ${r.method} ${r.path} answered ${res.status}: ${body.slice(0, 300)}`)
-      out.push({ key: requestKey(r.method, r.path, r.body ?? ''), status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body })
+      out.push({
+        key: requestKey(r.method, r.path, r.body ?? ''),
+        status: res.status,
+        contentType: res.headers.get('content-type') ?? 'application/json',
+        body,
+      })
     }
   }
   return out
@@ -82,7 +87,8 @@ async function checkDbBaseline(db: Target, list: Scenario[], recorded: Recorded[
     const withoutClock = (v: any) => (v && typeof v === 'object' && 'server_time_ms' in v ? { ...v, server_time_ms: 0 } : v)
     const mine = withoutClock(await res.json().catch(() => undefined))
     const theirs = withoutClock(JSON.parse(byKey.get(requestKey(r.method, r.path, r.body ?? ''))!.body))
-    if (!isDeepStrictEqual(mine, theirs)) log(`  warning: the database baseline of ${s.id} answers differently from the gateway (${JSON.stringify(mine).slice(0, 200)} …)`)
+    if (!isDeepStrictEqual(mine, theirs))
+      log(`  warning: the database baseline of ${s.id} answers differently from the gateway (${JSON.stringify(mine).slice(0, 200)} …)`)
   }
 }
 
@@ -200,11 +206,16 @@ async function runMode(
 
     for (const s of list) {
       log(`  ${s.title}`)
-      const [p, g, d] = await measureScenario([{ target: physical }, { target: gateway, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])], s.requests)
+      const [p, g, d] = await measureScenario(
+        [{ target: physical }, { target: gateway, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])],
+        s.requests,
+      )
       rows.push(row(s, 'physical', p!))
       if (d) rows.push(row(s, 'database', d))
       rows.push(row(s, 'gateway', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
-      log(`    physical ${p!.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g!.rps.toFixed(0)} (p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${g!.sqlPerRequest!.toFixed(2)} SQL/req)`)
+      log(
+        `    physical ${p!.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g!.rps.toFixed(0)} (p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${g!.sqlPerRequest!.toFixed(2)} SQL/req)`,
+      )
     }
     const peak1 = memoryOf(gateway.pid).peakMiB
     await gateway.stop()
@@ -221,7 +232,9 @@ async function runMode(
         // The baselines again, in the same slices: the load on this machine has moved since phase 1.
         const [p, g, d] = await measureScenario([{ target: physical }, { target: g2, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])], s.requests)
         rows.push(row(s, 'gateway+cache', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
-        log(`  ${s.title} (response cache): ${g!.rps.toFixed(0)} req/s (physical ${p!.rps.toFixed(0)}), p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req`)
+        log(
+          `  ${s.title} (response cache): ${g!.rps.toFixed(0)} req/s (physical ${p!.rps.toFixed(0)}), p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req`,
+        )
       }
       peak2 = memoryOf(g2.pid).peakMiB
     }
@@ -238,7 +251,11 @@ async function postgresMode(): Promise<ModeResult> {
   if (info) log(`  reusing the dataset generated at ${info.anchor}`)
   else {
     await createDatabase(settings.adminUrl, settings.database)
-    execFileSync(process.execPath, [path.join(ROOT, 'bin/vaultgate.js'), 'migrate'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'ignore', 'inherit'] })
+    execFileSync(process.execPath, [path.join(ROOT, 'bin/vaultgate.js'), 'migrate'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     log('  generating the dataset')
     info = await generateDataset(url, log)
   }
@@ -272,7 +289,9 @@ async function embeddedMode(): Promise<ModeResult> {
     // The database limit reads its own copy: PGlite belongs to one process.
     await cp(dataDir, path.join(dir, 'copy'), { recursive: true })
     await rm(path.join(dir, 'copy', 'vaultgate.lock'), { force: true, recursive: true })
-    return await runMode('embedded', { DATA_DIR: dataDir }, { PGLITE_DIR: path.join(dir, 'copy') }, async () => scenarios({ vaultIds }), { vaults: vaultIds.length })
+    return await runMode('embedded', { DATA_DIR: dataDir }, { PGLITE_DIR: path.join(dir, 'copy') }, async () => scenarios({ vaultIds }), {
+      vaults: vaultIds.length,
+    })
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -290,7 +309,14 @@ const commit = (() => {
     return undefined
   }
 })()
-const result = { startedAt: started.toISOString(), tookSeconds: Math.round((Date.now() - started.getTime()) / 1000), commit, machine: machine(), settings: { ...settings, adminUrl: undefined }, modes }
+const result = {
+  startedAt: started.toISOString(),
+  tookSeconds: Math.round((Date.now() - started.getTime()) / 1000),
+  commit,
+  machine: machine(),
+  settings: { ...settings, adminUrl: undefined },
+  modes,
+}
 await mkdir(RESULTS, { recursive: true })
 const file = path.join(RESULTS, `bench-${started.toISOString().replace(/[:.]/g, '-')}.json`)
 await writeFile(file, `${JSON.stringify(result, null, 2)}\n`)

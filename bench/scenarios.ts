@@ -95,7 +95,12 @@ export function scenarios(data: ScenarioData): Scenario[] {
     const base = `/v1/users/${data.history.address}/vaults/${data.history.vaultId}/transactions`
     list.push(
       { id: 'tx_first', title: 'REST transactions, first page', requests: [{ method: 'GET', path: base }], cacheable: false },
-      { id: 'tx_deep', title: 'REST transactions, page 1,000', requests: [{ method: 'GET', path: `${base}?cursor=${data.history.deepCursor}` }], cacheable: false },
+      {
+        id: 'tx_deep',
+        title: 'REST transactions, page 1,000',
+        requests: [{ method: 'GET', path: `${base}?cursor=${data.history.deepCursor}` }],
+        cacheable: false,
+      },
     )
   }
   if (data.keys) {

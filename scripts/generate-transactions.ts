@@ -15,8 +15,8 @@
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
-import { openDatabase, type Db } from '../src/db.js'
-import { createProgress } from '../src/progress.js'
+import { openDatabase, type Db } from '../src/db/client.js'
+import { createProgress } from '../src/core/progress.js'
 
 export const BENCH_WALLET = '0xbe00000000000000000000000000000000000001'
 export const BENCH_VAULT = 'bench-v0'
@@ -96,7 +96,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const started = performance.now()
     const progress = createProgress()
     const inserted = await generateTransactions(db.prisma, rows, (done) => progress.update('Generating transactions', done, rows)).finally(() => progress.end())
-    process.stdout.write(`${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`)
+    process.stdout.write(
+      `${inserted} new transactions in ${((performance.now() - started) / 1000).toFixed(1)} s (wallet ${BENCH_WALLET}, vault ${BENCH_VAULT}).\n`,
+    )
   } finally {
     await db.close()
   }

@@ -3,8 +3,8 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { printSchema } from 'graphql'
-import { packageRoot } from '../src/paths.js'
-import { schema } from '../src/schema/index.js'
+import { packageRoot } from '../src/core/paths.js'
+import { schema } from '../src/graphql/schema/index.js'
 
 const file = path.join(packageRoot, 'schema.graphql')
 const printed = `${printSchema(schema)}\n`

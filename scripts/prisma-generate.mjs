@@ -28,7 +28,11 @@ if (!force && existsSync(stampPath) && readFileSync(stampPath, 'utf8') === input
 
 const prismaBin = join(root, 'node_modules/prisma/build/index.js')
 const run = (env) =>
-  spawnSync(process.execPath, [prismaBin, 'generate'], { cwd: root, env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`, ...env }, encoding: 'utf8' })
+  spawnSync(process.execPath, [prismaBin, 'generate'], {
+    cwd: root,
+    env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`, ...env },
+    encoding: 'utf8',
+  })
 
 let result = run({})
 const output = `${result.stdout}\n${result.stderr}`

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
 import { loadConfig } from '../src/config.js'
-import { packageRoot } from '../src/paths.js'
+import { packageRoot } from '../src/core/paths.js'
 import { startGateway } from '../src/server.js'
 
 const config = loadConfig({ DATA_DIR: 'memory://', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'true' })
@@ -15,7 +15,16 @@ const gateway = await startGateway(config)
 const profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
   headless: true,
   viewport: { width: 1440, height: 1240 },
 })

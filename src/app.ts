@@ -1,81 +1,34 @@
-// createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
-// second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
-import { createGraphQLError, createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { Hono } from 'hono'
-import { resolveViewer } from './auth/viewer.js'
-import { createSessionAuth } from './auth/session.js'
-import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
-import { createContext, type Context } from './context.js'
-import { watchDataChanges } from './data-changes.js'
-import type { Database } from './db.js'
-import { AppError, isErrorCode, isGraphQLError, toAppError } from './errors.js'
-import { adminRoutes } from './http/admin.js'
+import { systemClock, type Clock } from './core/clock.js'
+import { AppError } from './core/errors.js'
+import { logger, useLogLevel } from './core/log.js'
+import { cacheLookups, observePool, registry } from './core/metrics.js'
+import { createRateLimits, type RateLimits } from './core/rate-limit.js'
+import { type Database, observeSql } from './db/client.js'
+import type { ExampleIds } from './graphql/examples.js'
+import { publicOperationCheck } from './graphql/public-operations.js'
+import { schema } from './graphql/schema/index.js'
+import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
-import { errorResponse } from './http/errors.js'
-import { explorerRoutes } from './http/explorer.js'
-import { graphiqlOptions, type ExampleIds } from './http/graphiql.js'
-import { requestIdOf, requestObservability, useOperationMetrics } from './http/observability.js'
-import { createFastPath } from './http/fast-path.js'
-import { internalRoutes } from './http/internal.js'
-import { referenceRoutes } from './http/reference.js'
+import { answerError, errorResponse } from './http/errors.js'
+import { corsPreflight, responseHeaders } from './http/headers.js'
+import { answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
+import { requestStart } from './http/middleware/observability.js'
+import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
+import { adminRoutes } from './http/routes/admin.js'
+import { explorerRoutes } from './http/routes/explorer.js'
+import { internalRoutes } from './http/routes/internal.js'
+import { referenceRoutes } from './http/routes/reference.js'
+import { watchDataChanges } from './importer/changes.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
-import { logger } from './log.js'
-import { cacheLookups, observePool, observeSql, registry } from './metrics.js'
-import { restRoutes } from './rest/routes.js'
-import { mountRoutes } from './rest/shim.js'
-import { schema } from './schema/index.js'
-import { protectionPlugins } from './graphql-protection.js'
-import { answerError, answerWithin, explainNotAcceptable, limitBody, requestDeadline, shareDeadline } from './http/limits.js'
-import { guardKeyManagement } from './http/key-guard.js'
-import { createRateLimits, limitByClientIp, type RateLimits } from './http/rate-limit.js'
-import { contentSecurityPolicy, corsFor, securityHeaders } from './http/security.js'
+import { mountRoutes } from './rest/mount.js'
+import { restRoutes } from './rest/routes/index.js'
 
-/**
- * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
- * validation errors become `bad_request`; anything else is logged and answered as `internal`
- * (or `unavailable` when the database is unreachable), never with its message or stack.
- */
-export function maskError(error: unknown): Error {
-  if (isGraphQLError(error)) {
-    const original = error.originalError
-    if (!original || isGraphQLError(original)) {
-      if (isErrorCode(error.extensions.code)) return error
-      return createGraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code: 'bad_request' } })
-    }
-    const app = toAppError(original)
-    if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
-    return createGraphQLError(app.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: app.extensions })
-  }
-  const app = toAppError(error)
-  logger.error({ err: error }, 'request failed')
-  return app
-}
-
-/**
- * Validation errors get the `bad_request` code like every other client mistake, without graphql-js'
- * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
- */
-export const useValidationErrorCodes = (): Plugin => ({
-  onValidate: () => ({ valid, result, setResult }) => {
-    if (valid) return
-    setResult(
-      result.map(
-        (e) =>
-          createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
-            nodes: e.nodes,
-            source: e.source,
-            positions: e.positions,
-            path: e.path,
-            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400 } },
-          }),
-      ),
-    )
-  },
-})
-
-export type Yoga = YogaServerInstance<Record<string, never>, Context>
+// The composition root: the services of one gateway process wired together, and the HTTP routes
+// in the order a request meets them.
 
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
@@ -103,64 +56,52 @@ export function createApp({
   db,
   clock = systemClock,
   examples,
-  fastPath = true,
+  earlyAnswering = true,
 }: {
   config: Config
   db: Database
   clock?: Clock
   examples?: ExampleIds | Promise<ExampleIds | undefined>
-  /** Answer cache hits and key verifications before the routes (src/http/fast-path.ts); off only to compare both paths in tests. */
-  fastPath?: boolean
+  /** Answer cache hits and key verifications in the first middleware (src/http/early-answers.ts); off only to compare both paths in tests. */
+  earlyAnswering?: boolean
 }): App {
-  const session = createSessionAuth(config.auth, clock)
-  // Rate-limit counters (in Redis when REDIS_URL is set): see the hardening block below.
+  useLogLevel(config.logLevel)
+  // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
-  // On PostgreSQL, other instances' revocations arrive by NOTIFY on a dedicated connection.
+  // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.
   const verifier = createApiKeyVerifier({
     prisma: db.prisma,
     clock,
     cacheTtlMs: config.apiKeyCacheTtlMs,
-    listen: db.pool ? { ...db.pool.options } : undefined,
+    changes: db.changes,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
   })
-  const yoga: Yoga = createYoga<Record<string, never>, Context>({
-    schema,
-    graphqlEndpoint: '/graphql',
-    context: ({ request }) => guardKeyManagement(createContext({ request, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), { limits, config }),
-    maskedErrors: { maskError },
-    graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
-    // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
-    // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
-    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
-    landingPage: false,
-    logging: false,
-    // CORS is answered by Hono (corsFor): Yoga's default would reflect any origin.
-    cors: false,
-    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
-  })
+  const yoga = createGatewayYoga({ config, clock, limits, examples })
+
+  // Off until the change feed listens: an import elsewhere must never leave stale answers here.
+  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
+  responseCache.setLive(false)
+  const dataFeed =
+    config.responseCache.ttlMs > 0
+      ? watchDataChanges(db.changes, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
+      : { ready: Promise.resolve(), stop: async () => {} }
 
   const app = new Hono<AppEnv>()
-  app.use('*', async (c, next) => {
-    const requestId = requestIdOf(c.req.header('x-request-id'))
-    c.set('requestId', requestId)
-    await next()
-    // On the finished response's headers: c.header() at this point would rebuild the response
-    // around a stream (Hono), which costs more than the rest of a cached answer.
-    try {
-      c.res.headers.set('X-Request-Id', requestId)
-    } catch {
-      c.header('X-Request-Id', requestId) // a response with immutable headers
-    }
-  })
-  app.use('*', requestObservability)
-
-  // Hardening (README "Under faults and abuse"): security headers and CORS; on the public routes a
-  // body size limit, a per-client-IP rate limit and a deadline per request.
-  app.use('*', securityHeaders, contentSecurityPolicy)
+  // The request's id, log line and metrics; cache hits and key verifications answered at once.
+  app.use('*', requestStart(earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }) : undefined))
+  // README "Under faults and abuse": the one header policy (security, CSP, CORS) on every answer;
+  // on the public routes a body size limit, a per-client-IP rate limit and a deadline per request.
+  app.use('*', responseHeaders(config))
   app.use('/graphql', explainNotAcceptable)
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
-    app.use(path, corsFor(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config.trustProxyHops), requestDeadline(config.requests.timeoutMs))
+    app.use(
+      path,
+      corsPreflight(config),
+      limitBody(config.requests.bodyLimitBytes),
+      limitByClientIp(limits, config.trustProxyHops),
+      requestDeadline(config.requests.timeoutMs),
+    )
   }
   observePool(db.pool)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
@@ -172,22 +113,12 @@ export function createApp({
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
-  // Off until the change feed listens: an import elsewhere must never leave stale answers here.
-  const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
-  responseCache.setLive(false)
-  const dataFeed =
-    config.responseCache.ttlMs > 0
-      ? watchDataChanges(db, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
-      : { ready: Promise.resolve(), stop: async () => {} }
 
   app.post(
     '/graphql',
-    cachedGraphql(responseCache, schema, (request, original) => {
-      shareDeadline(original, request)
-      return Promise.resolve(yoga.fetch(request, {}))
-    }),
+    cachedGraphql(responseCache, publicOperationCheck(schema), (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
   )
-  app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, {}))
+  app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') }))
   app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear() }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
@@ -201,10 +132,8 @@ export function createApp({
   app.onError(answerError)
 
   const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
-  const viaRoutes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
-  const fast = fastPath ? createFastPath({ config, cache: responseCache, limits, verifier }, viaRoutes) : () => undefined
   return {
-    fetch: (request, env) => fast(request, env) ?? viaRoutes(request, env),
+    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
     yoga,
     limits,
     verifier,

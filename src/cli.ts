@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { addToAllowlist, listAllowlist, removeFromAllowlist } from './allowlist.js'
-import { EVM_ADDRESS } from './auth/wallets.js'
-import { systemClock } from './clock.js'
+import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
+import { normalizeAddress } from './wallets/address.js'
+import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { DataDirBusyError, readLock } from './embedded-lock.js'
-import { createLogger, setLogger } from './log.js'
-import { createProgress } from './progress.js'
-import { applyRuntimeFlags } from './runtime-flags.js'
+import { DataDirBusyError, readLock } from './db/embedded-lock.js'
+import { createLogger, setLogger } from './core/log.js'
+import { createProgress } from './core/progress.js'
+import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { BootError, prepareDatabase, startGateway } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
@@ -82,7 +82,10 @@ export const commands: Record<string, Command> = {
         if (stopping) process.exit(1)
         stopping = true
         out(`vaultgate: ${signal} received, finishing in-flight requests…`)
-        gateway.close().then(() => process.exit(0), () => process.exit(1))
+        gateway.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        )
       }
       process.on('SIGTERM', () => stop('SIGTERM'))
       process.on('SIGINT', () => stop('SIGINT'))
@@ -133,7 +136,7 @@ export const commands: Record<string, Command> = {
           } catch {
             throw new BootError(`${file} is not valid JSON.`)
           }
-          const { importDocument } = await import('./import.js')
+          const { importDocument } = await import('./importer/write.js')
           progress.update('Opening the database')
           counts = await withDatabase(config, () => {
             progress.update('Validating the document')
@@ -169,8 +172,8 @@ async function allowlistCommand(args: string[], config: Config): Promise<void> {
     return
   }
   if (!rawAddress) throw new UsageError(`allowlist ${action} needs an ADDRESS.`)
-  if (!EVM_ADDRESS.test(rawAddress)) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
-  const address = rawAddress.toLowerCase()
+  const address = normalizeAddress(rawAddress)
+  if (address === undefined) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
   const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
   const url = await runningGateway(config)
   if (action === 'add') {
@@ -218,7 +221,8 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`vaultgate: ${e.message}\n\n${help()}\n`)
       process.exit(2)
     }
-    const known = e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
+    const known =
+      e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
     process.stderr.write(`vaultgate: ${known ? (e as Error).message : `failed: ${(e as Error).message ?? String(e)}`}\n`)
     if (process.env.DEBUG) process.stderr.write(`${(e as Error).stack}\n`)
     process.exit(1)

@@ -1,11 +1,10 @@
 import { z } from 'zod'
+import { isEvmAddress } from './wallets/address.js'
 
 /** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
-
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
 const optionalBool = z
   .string()
@@ -43,14 +42,17 @@ const url = (protocols: string[]) =>
     .string()
     .optional()
     .transform((v) => (v === '' ? undefined : v))
-    .refine((v) => {
-      if (v === undefined) return true
-      try {
-        return protocols.includes(new URL(v).protocol)
-      } catch {
-        return false
-      }
-    }, `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
+    .refine(
+      (v) => {
+        if (v === undefined) return true
+        try {
+          return protocols.includes(new URL(v).protocol)
+        } catch {
+          return false
+        }
+      },
+      `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+    )
 
 /** Comma-separated browser origins (`https://app.example`), or `*` for any. */
 const origins = (fallback: string) =>
@@ -58,7 +60,10 @@ const origins = (fallback: string) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? fallback).split(',').map((s) => s.trim()).filter(Boolean)
+      const items = (v ?? fallback)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
       if (items.includes('*')) {
         if (items.length === 1) return '*' as const
         ctx.addIssue({ code: 'custom', message: '`*` cannot be combined with other origins' })
@@ -100,8 +105,11 @@ const env = z.object({
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-      const bad = items.filter((a) => !EVM_ADDRESS.test(a))
+      const items = (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+      const bad = items.filter((a) => !isEvmAddress(a))
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
         return z.NEVER
@@ -109,7 +117,9 @@ const env = z.object({
       return [...new Set(items.map((a) => a.toLowerCase()))]
     }),
   REDIS_URL: url(['redis:', 'rediss:']),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' })
+    .default('info'),
   DB_POOL_MAX: int(10, 1, 1000),
   DB_CONNECT_TIMEOUT_MS: int(5000, 100, 600_000),
   DB_IDLE_TIMEOUT_MS: int(10_000, 0, 3_600_000),
@@ -121,7 +131,7 @@ const env = z.object({
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
-  // Memory (README "Performance" → "Memory").
+  // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
   EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
@@ -188,7 +198,7 @@ export interface Config {
   apiKeyCacheTtlMs?: number
   /** V8's old-generation growing factor, in percent above what survived the last full GC; 0 = V8's own heuristic. */
   heapGrowingPercent: number
-  /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/runtime-flags.ts). */
+  /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/core/runtime-flags.ts). */
   wasmOptimize: boolean
   /** PGlite's `shared_buffers`, resident from its start (PostgreSQL's default is 128 MB). */
   embeddedSharedBuffersMb: number
@@ -240,7 +250,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
-    // per request (README "Memory"): V8's own heuristic there.
+    // per request (docs/performance.md "Memory"): V8's own heuristic there.
     heapGrowingPercent: e.HEAP_GROWING_PERCENT >= 0 ? e.HEAP_GROWING_PERCENT : embedded ? 0 : 100,
     // Embedded mode runs PostgreSQL itself as WebAssembly, on every query.
     wasmOptimize: e.WASM_OPTIMIZE ?? embedded,
@@ -256,7 +266,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
-    rateLimits: { publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE, keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE, verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE },
+    rateLimits: {
+      publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
+      keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE,
+      verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE,
+    },
     trustProxyHops: e.TRUST_PROXY,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },
   }

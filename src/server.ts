@@ -3,15 +3,15 @@ import type { AddressInfo } from 'node:net'
 import { createAdaptorServer } from '@hono/node-server'
 import type { App } from './app.js'
 import type { Config } from './config.js'
-import { openDatabase, type Database } from './db.js'
+import { openDatabase, type Database } from './db/client.js'
 import type { DemoHints } from './demo/dataset.js'
 import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
-import { lockDataDir, type DataDirLock } from './embedded-lock.js'
-import { isUnavailableError } from './errors.js'
-import { exampleIdsFromHints } from './http/graphiql.js'
-import { logger } from './log.js'
-import { silentProgress, type Progress } from './progress.js'
-import { upsertAllowlist } from './allowlist.js'
+import { lockDataDir, type DataDirLock } from './db/embedded-lock.js'
+import { isUnavailableError } from './core/errors.js'
+import { exampleIdsFromHints } from './graphql/examples.js'
+import { logger } from './core/log.js'
+import { silentProgress, type Progress } from './core/progress.js'
+import { upsertAllowlist } from './keys/allowlist.js'
 
 /** A failure to boot, with one sentence for the operator (no stack trace). */
 export class BootError extends Error {
@@ -37,8 +37,15 @@ function describeStorage(config: Config): string {
 function driverMessage(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e)
   const quoted = /Message: `([^`]+)`/.exec(text)?.[1]
-  const line = quoted ?? text.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? 'unknown error'
-  return line.replace(/\.$/, '') + '.'
+  const line =
+    quoted ??
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop() ??
+    'unknown error'
+  return `${line.replace(/\.$/, '')}.`
 }
 
 /** Opens (and locks, in embedded mode) the database and applies pending migrations. */

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
-import { readLocalMigrations } from '../src/migrate.js'
+import { readLocalMigrations } from '../src/db/migrate.js'
 import { emptyPostgres, testBackend } from './support/db.js'
-import { runCli, startGatewayProcess, type GatewayProcess } from './support/process.js'
+import { runCli, startGatewayProcess, type GatewayProcess, embeddedDataDir } from './support/process.js'
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
 
@@ -46,7 +46,7 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
   let gw: GatewayProcess
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'vaultgate-boot-'))
+    dataDir = await embeddedDataDir('vaultgate-boot-')
     gw = await startGatewayProcess({ DATA_DIR: dataDir, SEED_DEMO: 'false' })
   })
   afterAll(async () => {
@@ -58,7 +58,11 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
     const ready = await fetch(`${gw.url}/readyz`)
     expect(await ready.json()).toMatchObject({ status: 'ok', data: { storage: 'embedded', migrations: 'applied' } })
-    const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
+    const res = await fetch(`${gw.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
+    })
     expect(await res.json()).toEqual({ data: { vault: null } })
   })
 
@@ -90,7 +94,7 @@ describe('importing a file from the command line', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
   it('refuses a corrupt file and a bad document in one sentence, writing nothing', async () => {
-    const env = { DATA_DIR: path.join(dir, 'data'), SEED_DEMO: 'false' }
+    const env = { DATA_DIR: await embeddedDataDir('vaultgate-import-'), SEED_DEMO: 'false' }
     await writeFile(path.join(dir, 'corrupt.json'), '{"vaults": [')
     const corrupt = await runCli(['import', path.join(dir, 'corrupt.json')], env)
     expect(corrupt).toMatchObject({ code: 1, stderr: `vaultgate: ${path.join(dir, 'corrupt.json')} is not valid JSON.\n` })
@@ -111,7 +115,11 @@ describe.runIf(testBackend === 'postgres')('a gateway process on PostgreSQL', ()
     const { url } = await emptyPostgres()
     const gw = await startGatewayProcess({ DATABASE_URL: url })
     try {
-      const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
+      const res = await fetch(`${gw.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
+      })
       expect(await res.json()).toEqual({ data: { vault: null } })
       expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ status: 'ok', data: { storage: 'postgres' } })
       const client = new pg.Client({ connectionString: url })

@@ -3,10 +3,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packageRoot } from '../src/paths.js'
+import { packageRoot } from '../src/core/paths.js'
 import { testBackend } from './support/db.js'
 import { explorerDocument } from './support/explorer-data.js'
-import { runCli } from './support/process.js'
+import { runCli, embeddedDataDir } from './support/process.js'
 
 const CLEAR = '\r\x1b[2K'
 
@@ -14,7 +14,10 @@ const CLEAR = '\r\x1b[2K'
 function runInTerminal(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, '--import', 'tsx', path.join(packageRoot, 'src', 'main.ts'), ...args].map((a) => `'${a}'`).join(' ')
   return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qefc', command, '/dev/null'], { cwd: packageRoot, env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', TERM: 'dumb', ...env } })
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      cwd: packageRoot,
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', TERM: 'dumb', ...env },
+    })
     let output = ''
     child.stdout.on('data', (d) => (output += d))
     child.stderr.on('data', (d) => (output += d))
@@ -36,17 +39,23 @@ describe(`CLI progress (${testBackend})`, () => {
   const done = 'Imported 2 vault(s), 45 composition snapshot(s), 4 transaction(s).'
 
   it('shows the steps of an import on a terminal, then clears the line', async () => {
-    const r = await runInTerminal(['import', file], { DATA_DIR: path.join(dir, 'tty') })
+    const r = await runInTerminal(['import', file], { DATA_DIR: await embeddedDataDir('vaultgate-progress-tty-') })
     expect(r.code).toBe(0)
     const output = r.output.replace(/\r\n/g, '\n')
-    for (const step of [`Reading ${file}…`, 'Validating the document…', 'Writing vaults 2/2 (100%)', 'Writing compositions 45/45 (100%)', 'Writing transactions 4/4 (100%)']) {
+    for (const step of [
+      `Reading ${file}…`,
+      'Validating the document…',
+      'Writing vaults 2/2 (100%)',
+      'Writing compositions 45/45 (100%)',
+      'Writing transactions 4/4 (100%)',
+    ]) {
       expect(output).toContain(`${CLEAR}${step}`)
     }
     expect(output.endsWith(`${CLEAR}${done}\n`)).toBe(true)
   })
 
   it('prints only the result when its output is piped', async () => {
-    const r = await runCli(['import', file], { DATA_DIR: path.join(dir, 'pipe'), LOG_LEVEL: 'warn' })
+    const r = await runCli(['import', file], { DATA_DIR: await embeddedDataDir('vaultgate-progress-pipe-'), LOG_LEVEL: 'warn' })
     expect(r).toEqual({ code: 0, stdout: `${done}\n`, stderr: '' })
   })
 })

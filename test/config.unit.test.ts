@@ -24,8 +24,7 @@ describe('configuration', () => {
   })
 
   it('names every bad value in one message', () => {
-    const run = () =>
-      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', SEED_DEMO: 'maybe', ALLOWLIST: '0x12', ADMIN_TOKEN: 'short', NODE_ENV: 'prod' })
+    const run = () => loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', SEED_DEMO: 'maybe', ALLOWLIST: '0x12', ADMIN_TOKEN: 'short', NODE_ENV: 'prod' })
     expect(run).toThrow(ConfigError)
     expect(run).toThrow(
       [

@@ -1,7 +1,6 @@
 // vaultgate explorer: a small page over the GraphQL API (no build step, no framework).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
 // State lives in the URL (?vault=…&wallet=…&group_by=…&timeframe=…) so views can be shared.
-'use strict'
 
 const $ = (id) => document.getElementById(id)
 const PALETTE = ['#2563eb', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#06b6d4', '#f97316', '#84cc16', '#ec4899', '#64748b']
@@ -118,7 +117,12 @@ async function loadVaults(more = false) {
     el(
       'tr',
       { 'data-vault': node.id, class: node.id === state.vault ? 'selected' : '' },
-      el('td', {}, el('a', { href: `?vault=${encodeURIComponent(node.id)}` }, node.name), el('div', { class: 'muted small' }, `${node.chain} · ${node.status}`)),
+      el(
+        'td',
+        {},
+        el('a', { href: `?vault=${encodeURIComponent(node.id)}` }, node.name),
+        el('div', { class: 'muted small' }, `${node.chain} · ${node.status}`),
+      ),
       el('td', { class: 'num' }, `${amount(node.tvl, 0)} ${node.baseAsset}`),
     ),
   )
@@ -147,7 +151,14 @@ function renderMeta(v) {
     ['Share', v.symbol],
     ['Fees', `${bps(v.perfFeeBps)} performance, ${bps(v.mgmtFeeBps)} management`],
     ['Deposits', v.depositConstraints.paused ? 'paused' : `min ${amount(v.depositConstraints.minDeposit)}, max ${amount(v.depositConstraints.maxDeposit)}`],
-    ['Instant withdrawal', v.withdrawConstraints.instantLiquidity === null ? '—' : v.withdrawConstraints.instantLiquidity ? `yes (≤ ${bps(v.withdrawConstraints.instantSlippageMaxBps)} slippage)` : 'no'],
+    [
+      'Instant withdrawal',
+      v.withdrawConstraints.instantLiquidity === null
+        ? '—'
+        : v.withdrawConstraints.instantLiquidity
+          ? `yes (≤ ${bps(v.withdrawConstraints.instantSlippageMaxBps)} slippage)`
+          : 'no',
+    ],
     ['Since', day(v.inceptionDate)],
     ['Contract', el('code', {}, v.contract.address)],
   ])
@@ -161,12 +172,24 @@ function renderComposition(v) {
   const positions = composition?.positions ?? []
   $('positions').replaceChildren(
     ...positions.map((p, i) =>
-      el('tr', {}, el('td', {}, el('span', { class: 'swatch', style: `background:${color(i)}` }), p[key]), el('td', { class: 'num' }, pct(p.pct)), el('td', { class: 'num' }, pct(p.apyEstPct))),
+      el(
+        'tr',
+        {},
+        el('td', {}, el('span', { class: 'swatch', style: `background:${color(i)}` }), p[key]),
+        el('td', { class: 'num' }, pct(p.pct)),
+        el('td', { class: 'num' }, pct(p.apyEstPct)),
+      ),
     ),
   )
   const data = {
     labels: positions.map((p) => p[key]),
-    datasets: [{ label: key === 'platform' ? 'Share by platform' : 'Share by asset', data: positions.map((p) => p.pct), backgroundColor: positions.map((_, i) => color(i)) }],
+    datasets: [
+      {
+        label: key === 'platform' ? 'Share by platform' : 'Share by asset',
+        data: positions.map((p) => p.pct),
+        backgroundColor: positions.map((_, i) => color(i)),
+      },
+    ],
   }
   if (compositionChart) {
     compositionChart.data = data
@@ -268,10 +291,19 @@ async function showWallet() {
     ? `${r.pendingRedeems.length} pending redeem(s) across vaults, ${amount(r.totalPending)} in total${delay}.`
     : 'No pending redeems.'
   const rows = user.transactions.edges.map(({ node: t }) =>
-    el('tr', { 'data-tx': t.id }, el('td', {}, minute(t.timestamp)), el('td', {}, t.type), el('td', {}, t.status), el('td', { class: 'num' }, amount(t.amount)), el('td', {}, el('code', {}, `${t.txHash.slice(0, 10)}…`))),
+    el(
+      'tr',
+      { 'data-tx': t.id },
+      el('td', {}, minute(t.timestamp)),
+      el('td', {}, t.type),
+      el('td', {}, t.status),
+      el('td', { class: 'num' }, amount(t.amount)),
+      el('td', {}, el('code', {}, `${t.txHash.slice(0, 10)}…`)),
+    ),
   )
   if (!rows.length) rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'No transactions in this vault.')))
-  if (user.transactions.pageInfo.hasNextPage) rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'Latest 25 shown; the API pages through the rest (REST cursor, GraphQL after).')))
+  if (user.transactions.pageInfo.hasNextPage)
+    rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'Latest 25 shown; the API pages through the rest (REST cursor, GraphQL after).')))
   $('transactions').replaceChildren(...rows)
   $('wallet-result').hidden = false
   document.body.dataset.wallet = user.address

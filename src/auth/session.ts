@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from 'node:fs'
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import type { Clock } from '../clock.js'
+import type { Clock } from '../core/clock.js'
 import { ConfigError, type Config } from '../config.js'
-import { AppError } from '../errors.js'
-import { logger } from '../log.js'
+import { AppError } from '../core/errors.js'
+import { logger } from '../core/log.js'
 
 /** Asymmetric JWS algorithms only: an HMAC "signed" with the public key must never verify. */
 export const SESSION_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519']
@@ -45,7 +45,9 @@ function readJwksFile(file: string): JWTVerifyGetKey {
   try {
     json = JSON.parse(readFileSync(file, 'utf8'))
   } catch (e) {
-    throw new ConfigError(`Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+    throw new ConfigError(
+      `Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    )
   }
   try {
     return createLocalJWKSet(json as JSONWebKeySet)
@@ -88,7 +90,7 @@ export interface SessionAuth {
   verify(token: string): Promise<JWTPayload>
 }
 
-/** Verifies wallet-session JWTs (decisions.md §7); undefined when neither AUTH_JWKS_URL nor AUTH_JWKS_FILE is set. */
+/** Verifies wallet-session JWTs (docs/spec/decisions.md §7); undefined when neither AUTH_JWKS_URL nor AUTH_JWKS_FILE is set. */
 export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAuth | undefined {
   let resolve: JWTVerifyGetKey
   if (auth.jwksUrl) {

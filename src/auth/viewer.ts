@@ -1,6 +1,6 @@
-import { prisma } from '../db.js'
-import { AppError } from '../errors.js'
-import { notWhitelisted } from '../keys/api-keys.js'
+import { AppError } from '../core/errors.js'
+import { notWhitelisted } from '../keys/service.js'
+import { isAllowlisted } from '../keys/store.js'
 import { bearerToken, unauthorized, type SessionAuth } from './session.js'
 import { selectWallet, walletsFromClaims } from './wallets.js'
 
@@ -19,7 +19,6 @@ export async function resolveViewer(request: Request, session: SessionAuth | und
   if (!token) throw unauthorized()
   const claims = await session.verify(token)
   const wallet = selectWallet(walletsFromClaims(claims), request.headers.get('x-service-wallet'))
-  const entry = await prisma.allowlistEntry.findUnique({ where: { address: wallet }, select: { address: true } })
-  if (!entry) throw notWhitelisted()
+  if (!(await isAllowlisted(wallet))) throw notWhitelisted()
   return { wallet }
 }

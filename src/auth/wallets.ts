@@ -1,9 +1,8 @@
-import { AppError } from '../errors.js'
-
-export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
+import { AppError } from '../core/errors.js'
+import { normalizeAddress } from '../wallets/address.js'
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const evm = (v: unknown): string | undefined => (typeof v === 'string' && EVM_ADDRESS.test(v) ? v.toLowerCase() : undefined)
+const evm = normalizeAddress
 
 /** Privy puts `linked_accounts` in its identity token as a JSON string; other issuers as an array. */
 function arrayClaim(value: unknown): unknown[] {
@@ -21,7 +20,7 @@ function arrayClaim(value: unknown): unknown[] {
 
 /**
  * The EVM wallets a wallet-session token holds, lowercase and without duplicates, from the three
- * claim shapes of decisions.md §7:
+ * claim shapes of docs/spec/decisions.md §7:
  * - Dynamic: `verified_credentials[]` with `format: "blockchain"`, `chain: "eip155"`, `address`;
  * - Privy: `linked_accounts` (array or JSON string) with `type: "wallet"`, `chain_type: "ethereum"`, `address`;
  * - plain: `wallets`, an array of address strings or of objects with `address`.
@@ -51,8 +50,8 @@ export function selectWallet(wallets: string[], header: string | null | undefine
     if (wallets.length === 1) return wallets[0]!
     throw new AppError('wallet_required', 'The session token holds several EVM wallets; name one in the X-Service-Wallet header.', { status: 400 })
   }
-  if (!EVM_ADDRESS.test(named)) throw new AppError('bad_request', 'X-Service-Wallet must be an EVM address (0x followed by 40 hex digits).')
-  const wallet = named.toLowerCase()
+  const wallet = normalizeAddress(named)
+  if (wallet === undefined) throw new AppError('bad_request', 'X-Service-Wallet must be an EVM address (0x followed by 40 hex digits).')
   if (!wallets.includes(wallet)) throw new AppError('wallet_not_connected', 'X-Service-Wallet names a wallet that the session token does not hold.')
   return wallet
 }

@@ -1,5 +1,6 @@
-import { Decimal, formatAmount } from '../decimal.js'
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault, TransactionStatus, TransactionType, VaultStatus } from '../import.js'
+import { Decimal, formatAmount } from '../core/decimal.js'
+import type { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../importer/document.js'
 
 // A deterministic, realistic-looking demo dataset: the same seed and `now` always give the same
 // document. For money, floats only ever pick integers (unit counts); every amount string comes
@@ -32,7 +33,10 @@ const chance = (rng: Rng, p: number) => rng() < p
 const logUniform = (rng: Rng, lo: number, hi: number) => Math.exp(Math.log(lo) + rng() * (Math.log(hi) - Math.log(lo)))
 const hex = (rng: Rng, digits: number) => {
   let s = ''
-  while (s.length < digits) s += Math.floor(rng() * 0x1_0000_0000).toString(16).padStart(8, '0')
+  while (s.length < digits)
+    s += Math.floor(rng() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0')
   return s.slice(0, digits)
 }
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -71,13 +75,34 @@ interface VaultPlan {
   positions: PositionPlan[]
 }
 
-const usdc = (platform: string, weight: number, apy: number, rest: Partial<PositionPlan> = {}): PositionPlan => ({ platform, asset: 'USD Coin', symbol: 'USDC', weight, apy, ...rest })
+const usdc = (platform: string, weight: number, apy: number, rest: Partial<PositionPlan> = {}): PositionPlan => ({
+  platform,
+  asset: 'USD Coin',
+  symbol: 'USDC',
+  weight,
+  apy,
+  ...rest,
+})
 const weth = (platform: string, weight: number, apy: number): PositionPlan => ({ platform, asset: 'Wrapped Ether', symbol: 'WETH', weight, apy })
 
 const PLANS: VaultPlan[] = [
   {
-    id: 'usdc-prime', name: 'Prime USDC', chain: 'ethereum', chainId: '1', symbol: 'vgUSDC', baseAsset: 'USDC', decimals: 6, priceUsd: '1',
-    status: 'active', ageDays: 365, yieldPct: 6.4, perfFeeBps: 1000, mgmtFeeBps: 100, popularity: 10, depositRange: [50, 250_000], redeemDelayHours: [4, 30],
+    id: 'usdc-prime',
+    name: 'Prime USDC',
+    chain: 'ethereum',
+    chainId: '1',
+    symbol: 'vgUSDC',
+    baseAsset: 'USDC',
+    decimals: 6,
+    priceUsd: '1',
+    status: 'active',
+    ageDays: 365,
+    yieldPct: 6.4,
+    perfFeeBps: 1000,
+    mgmtFeeBps: 100,
+    popularity: 10,
+    depositRange: [50, 250_000],
+    redeemDelayHours: [4, 30],
     extra: {
       deposit_constraints: { max_deposit: '5000000', min_deposit: '10', paused: false },
       withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: 30, redeem_24h_threshold_pct_of_aum: 10, redeem_48h_above_threshold: true },
@@ -96,8 +121,22 @@ const PLANS: VaultPlan[] = [
     ],
   },
   {
-    id: 'weth-staking-plus', name: 'ETH Staking Plus', chain: 'ethereum', chainId: '1', symbol: 'vgWETH', baseAsset: 'WETH', decimals: 18, priceUsd: '3412.55',
-    status: 'active', ageDays: 365, yieldPct: 3.3, perfFeeBps: 1500, mgmtFeeBps: 50, popularity: 7, depositRange: [0.02, 120], redeemDelayHours: [12, 60],
+    id: 'weth-staking-plus',
+    name: 'ETH Staking Plus',
+    chain: 'ethereum',
+    chainId: '1',
+    symbol: 'vgWETH',
+    baseAsset: 'WETH',
+    decimals: 18,
+    priceUsd: '3412.55',
+    status: 'active',
+    ageDays: 365,
+    yieldPct: 3.3,
+    perfFeeBps: 1500,
+    mgmtFeeBps: 50,
+    popularity: 7,
+    depositRange: [0.02, 120],
+    redeemDelayHours: [12, 60],
     extra: {
       deposit_constraints: { max_deposit: null, min_deposit: '0.01', paused: false },
       withdraw_constraints: { instant_liquidity: false, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: 5, redeem_48h_above_threshold: true },
@@ -115,8 +154,22 @@ const PLANS: VaultPlan[] = [
     ],
   },
   {
-    id: 'arb-usdc-core', name: 'Arbitrum USDC Core', chain: 'arbitrum', chainId: '42161', symbol: 'vgUSDC.arb', baseAsset: 'USDC', decimals: 6, priceUsd: '1',
-    status: 'active', ageDays: 330, yieldPct: 7.1, perfFeeBps: 1000, mgmtFeeBps: 0, popularity: 6, depositRange: [20, 120_000], redeemDelayHours: [2, 20],
+    id: 'arb-usdc-core',
+    name: 'Arbitrum USDC Core',
+    chain: 'arbitrum',
+    chainId: '42161',
+    symbol: 'vgUSDC.arb',
+    baseAsset: 'USDC',
+    decimals: 6,
+    priceUsd: '1',
+    status: 'active',
+    ageDays: 330,
+    yieldPct: 7.1,
+    perfFeeBps: 1000,
+    mgmtFeeBps: 0,
+    popularity: 6,
+    depositRange: [20, 120_000],
+    redeemDelayHours: [2, 20],
     extra: {
       deposit_constraints: { max_deposit: '2000000', min_deposit: '5', paused: false },
       withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: 50, redeem_24h_threshold_pct_of_aum: 15, redeem_48h_above_threshold: false },
@@ -128,8 +181,22 @@ const PLANS: VaultPlan[] = [
     positions: [usdc('aave', 35, 4.9), usdc('compound', 25, 5.6), usdc('fluid', 20, 6.4), usdc('dolomite', 12, 7.9, { enterDaysAgo: 90 }), usdc('idle', 8, 0)],
   },
   {
-    id: 'base-usdc-flex', name: 'Base USDC Flex', chain: 'base', chainId: '8453', symbol: 'vgUSDC.base', baseAsset: 'USDC', decimals: 6, priceUsd: '1',
-    status: 'active', ageDays: 200, yieldPct: 7.6, perfFeeBps: 1200, mgmtFeeBps: null, popularity: 5, depositRange: [10, 60_000], redeemDelayHours: [1, 12],
+    id: 'base-usdc-flex',
+    name: 'Base USDC Flex',
+    chain: 'base',
+    chainId: '8453',
+    symbol: 'vgUSDC.base',
+    baseAsset: 'USDC',
+    decimals: 6,
+    priceUsd: '1',
+    status: 'active',
+    ageDays: 200,
+    yieldPct: 7.6,
+    perfFeeBps: 1200,
+    mgmtFeeBps: null,
+    popularity: 5,
+    depositRange: [10, 60_000],
+    redeemDelayHours: [1, 12],
     extra: {
       deposit_constraints: { max_deposit: null, min_deposit: null, paused: false },
       withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: 25, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
@@ -141,11 +208,31 @@ const PLANS: VaultPlan[] = [
     positions: [usdc('morpho', 45, 7.2), usdc('aave', 25, 4.6), usdc('moonwell', 20, 5.9), usdc('euler', 10, 8.4)],
   },
   {
-    id: 'hyper-wbtc-carry', name: 'HyperEVM BTC Carry', chain: 'hyperevm', chainId: null, symbol: 'vgBTC', baseAsset: 'WBTC', decimals: 8, priceUsd: '97250.4',
-    status: 'paused', ageDays: 280, stoppedDaysAgo: 25, yieldPct: 2.1, perfFeeBps: 2000, mgmtFeeBps: 200, popularity: 3, depositRange: [0.001, 8], redeemDelayHours: [24, 72],
+    id: 'hyper-wbtc-carry',
+    name: 'HyperEVM BTC Carry',
+    chain: 'hyperevm',
+    chainId: null,
+    symbol: 'vgBTC',
+    baseAsset: 'WBTC',
+    decimals: 8,
+    priceUsd: '97250.4',
+    status: 'paused',
+    ageDays: 280,
+    stoppedDaysAgo: 25,
+    yieldPct: 2.1,
+    perfFeeBps: 2000,
+    mgmtFeeBps: 200,
+    popularity: 3,
+    depositRange: [0.001, 8],
+    redeemDelayHours: [24, 72],
     extra: {
       deposit_constraints: { max_deposit: '250', min_deposit: '0.0005', paused: true },
-      withdraw_constraints: { instant_liquidity: false, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: 2.5, redeem_48h_above_threshold: true },
+      withdraw_constraints: {
+        instant_liquidity: false,
+        instant_slippage_max_bps: null,
+        redeem_24h_threshold_pct_of_aum: 2.5,
+        redeem_48h_above_threshold: true,
+      },
       description: 'BTC lending and fixed-rate PTs on HyperEVM. Deposits paused during a risk review.',
       docs_url: null,
       strategy_brief: 'Paused: deposits are closed; redeems are processed as liquidity returns.',
@@ -158,11 +245,30 @@ const PLANS: VaultPlan[] = [
     ],
   },
   {
-    id: 'op-usdt-stable', name: 'Optimism USDT Stable', chain: 'optimism', chainId: '10', symbol: 'vgUSDT', baseAsset: 'USDT', decimals: 6, priceUsd: '1.0002',
-    status: 'active', ageDays: 300, yieldPct: 5.8, perfFeeBps: 1000, mgmtFeeBps: 100, popularity: 4, depositRange: [10, 80_000], redeemDelayHours: [2, 24],
+    id: 'op-usdt-stable',
+    name: 'Optimism USDT Stable',
+    chain: 'optimism',
+    chainId: '10',
+    symbol: 'vgUSDT',
+    baseAsset: 'USDT',
+    decimals: 6,
+    priceUsd: '1.0002',
+    status: 'active',
+    ageDays: 300,
+    yieldPct: 5.8,
+    perfFeeBps: 1000,
+    mgmtFeeBps: 100,
+    popularity: 4,
+    depositRange: [10, 80_000],
+    redeemDelayHours: [2, 24],
     extra: {
       deposit_constraints: { max_deposit: '1000000', min_deposit: '1', paused: false },
-      withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
+      withdraw_constraints: {
+        instant_liquidity: null,
+        instant_slippage_max_bps: null,
+        redeem_24h_threshold_pct_of_aum: null,
+        redeem_48h_above_threshold: null,
+      },
       description: 'USDT lending plus a stable-stable LP on Optimism.',
       docs_url: 'https://docs.example.com/vaults/op-usdt-stable',
       strategy_brief: null,
@@ -176,11 +282,31 @@ const PLANS: VaultPlan[] = [
     ],
   },
   {
-    id: 'dai-savings-legacy', name: 'DAI Savings (legacy)', chain: 'ethereum', chainId: '1', symbol: 'vgDAI', baseAsset: 'DAI', decimals: 18, priceUsd: '0.9998',
-    status: 'closed', ageDays: 365, stoppedDaysAgo: 75, yieldPct: 4.6, perfFeeBps: 1000, mgmtFeeBps: null, popularity: 4, depositRange: [100, 150_000], redeemDelayHours: [2, 18],
+    id: 'dai-savings-legacy',
+    name: 'DAI Savings (legacy)',
+    chain: 'ethereum',
+    chainId: '1',
+    symbol: 'vgDAI',
+    baseAsset: 'DAI',
+    decimals: 18,
+    priceUsd: '0.9998',
+    status: 'closed',
+    ageDays: 365,
+    stoppedDaysAgo: 75,
+    yieldPct: 4.6,
+    perfFeeBps: 1000,
+    mgmtFeeBps: null,
+    popularity: 4,
+    depositRange: [100, 150_000],
+    redeemDelayHours: [2, 18],
     extra: {
       deposit_constraints: { max_deposit: null, min_deposit: null, paused: true },
-      withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
+      withdraw_constraints: {
+        instant_liquidity: null,
+        instant_slippage_max_bps: null,
+        redeem_24h_threshold_pct_of_aum: null,
+        redeem_48h_above_threshold: null,
+      },
       description: 'Retired after the migration to USDS; all positions have been redeemed.',
       docs_url: null,
       strategy_brief: null,
@@ -193,8 +319,22 @@ const PLANS: VaultPlan[] = [
     ],
   },
   {
-    id: 'base-weth-lrt', name: 'Base LRT Basket', chain: 'base', chainId: '8453', symbol: 'vgLRT', baseAsset: 'WETH', decimals: 18, priceUsd: '3412.55',
-    status: 'active', ageDays: 120, yieldPct: 3.7, perfFeeBps: 1500, mgmtFeeBps: 100, popularity: 3, depositRange: [0.01, 40], redeemDelayHours: [6, 40],
+    id: 'base-weth-lrt',
+    name: 'Base LRT Basket',
+    chain: 'base',
+    chainId: '8453',
+    symbol: 'vgLRT',
+    baseAsset: 'WETH',
+    decimals: 18,
+    priceUsd: '3412.55',
+    status: 'active',
+    ageDays: 120,
+    yieldPct: 3.7,
+    perfFeeBps: 1500,
+    mgmtFeeBps: 100,
+    popularity: 3,
+    depositRange: [0.01, 40],
+    redeemDelayHours: [6, 40],
     extra: {
       deposit_constraints: { max_deposit: '5000', min_deposit: '0.005', paused: false },
       withdraw_constraints: { instant_liquidity: false, instant_slippage_max_bps: 80, redeem_24h_threshold_pct_of_aum: 5, redeem_48h_above_threshold: true },
@@ -287,7 +427,11 @@ function sharePrices(rng: Rng, plan: VaultPlan, start: number, end: number): Dec
   for (let d = 1; d < days; d++) {
     let ratePpb = Math.round((plan.yieldPct / 365) * 1e7 * (1 + 0.3 * Math.sin(d / 9 + phase) + (rng() - 0.5) * 0.4))
     if (drawdownFrom >= 0 && d >= drawdownFrom && d < drawdownFrom + 12) ratePpb = -int(rng, 1_000_000, 4_000_000)
-    prices.push(prices[d - 1]!.times(1e9 + ratePpb).div(1e9).toDecimalPlaces(18, Decimal.ROUND_DOWN))
+    prices.push(
+      prices[d - 1]!.times(1e9 + ratePpb)
+        .div(1e9)
+        .toDecimalPlaces(18, Decimal.ROUND_DOWN),
+    )
   }
   return prices
 }
@@ -296,7 +440,10 @@ function sharePrices(rng: Rng, plan: VaultPlan, start: number, end: number): Dec
 function randomAmount(rng: Rng, [lo, hi]: [number, number], decimals: number, scale = 1): Decimal {
   const micros = Math.floor(logUniform(rng, lo * scale, hi * scale) * 1e6)
   let value = new Decimal(micros).div(1e6)
-  if (decimals > 6) value = value.plus(new Decimal(int(rng, 0, 999_999) * 1e6 + int(rng, 0, 999_999)).div(new Decimal(10).pow(decimals)).toDecimalPlaces(decimals, Decimal.ROUND_DOWN))
+  if (decimals > 6)
+    value = value.plus(
+      new Decimal(int(rng, 0, 999_999) * 1e6 + int(rng, 0, 999_999)).div(new Decimal(10).pow(decimals)).toDecimalPlaces(decimals, Decimal.ROUND_DOWN),
+    )
   return value.toDecimalPlaces(decimals, Decimal.ROUND_DOWN)
 }
 
@@ -340,7 +487,7 @@ function transactionsFor(rng: Rng, pair: PairPlan, prices: Decimal[], start: num
     const roll = rng()
     let status: TransactionStatus = forced ?? (roll < 0.03 ? 'failed' : roll < 0.06 ? 'cancelled' : t + settleMs > now ? 'pending' : 'completed')
     if (status === 'completed' && t + settleMs > now) status = 'pending'
-    // A pending out-flow has already left the balance (decisions.md §6); a pending deposit has not arrived.
+    // A pending out-flow has already left the balance (docs/spec/decisions.md §6); a pending deposit has not arrived.
     if (type === 'deposit' && status === 'completed') balance = balance.plus(shares)
     else if (type !== 'deposit' && (status === 'completed' || status === 'pending')) balance = balance.minus(shares)
     out.push({
@@ -399,15 +546,30 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
       const plan = (id: string) => PLANS.find((p) => p.id === id)!
       pairs.push(
         {
-          wallet, plan: plan('usdc-prime'), events: 140, scale: 4,
-          tail: [{ type: 'deposit', agoMs: 3 * DAY, status: 'completed' }, { type: 'redeem', agoMs: 5 * HOUR, status: 'pending', fraction: 20 }],
+          wallet,
+          plan: plan('usdc-prime'),
+          events: 140,
+          scale: 4,
+          tail: [
+            { type: 'deposit', agoMs: 3 * DAY, status: 'completed' },
+            { type: 'redeem', agoMs: 5 * HOUR, status: 'pending', fraction: 20 },
+          ],
         },
         {
-          wallet, plan: plan('weth-staking-plus'), events: 40, scale: 2,
-          tail: [{ type: 'deposit', agoMs: 10 * DAY, status: 'completed' }, { type: 'redeem', agoMs: 20 * HOUR, status: 'pending', fraction: 35 }],
+          wallet,
+          plan: plan('weth-staking-plus'),
+          events: 40,
+          scale: 2,
+          tail: [
+            { type: 'deposit', agoMs: 10 * DAY, status: 'completed' },
+            { type: 'redeem', agoMs: 20 * HOUR, status: 'pending', fraction: 35 },
+          ],
         },
         {
-          wallet, plan: plan('arb-usdc-core'), events: 25, scale: 1,
+          wallet,
+          plan: plan('arb-usdc-core'),
+          events: 25,
+          scale: 1,
           tail: [
             { type: 'deposit', agoMs: 2 * DAY, status: 'completed' },
             { type: 'deposit', agoMs: 90_000, status: 'pending' },
@@ -442,7 +604,14 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
     const series = prices.get(p.id)!
     const price = series[Math.min(series.length - 1, Math.floor((ends.get(p.id)! - starts.get(p.id)!) / DAY))]!
     // The demo wallets are a slice of each vault's depositors.
-    const tvl = p.status === 'closed' ? new Decimal(0) : held.get(p.id)!.times(price).times(int(rng, 4, 12)).toDecimalPlaces(p.decimals, Decimal.ROUND_DOWN)
+    const tvl =
+      p.status === 'closed'
+        ? new Decimal(0)
+        : held
+            .get(p.id)!
+            .times(price)
+            .times(int(rng, 4, 12))
+            .toDecimalPlaces(p.decimals, Decimal.ROUND_DOWN)
     return {
       id: p.id,
       name: p.name,
@@ -459,7 +628,9 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
       contract: { address: `0x${hex(rng, 40)}` },
       deposit_constraints: p.extra.deposit_constraints,
       withdraw_constraints: p.extra.withdraw_constraints,
-      icons: p.extra.icons ? { dark: `https://assets.example.com/vaults/${p.id}-dark.svg`, light: `https://assets.example.com/vaults/${p.id}-light.svg` } : { dark: null, light: null },
+      icons: p.extra.icons
+        ? { dark: `https://assets.example.com/vaults/${p.id}-dark.svg`, light: `https://assets.example.com/vaults/${p.id}-light.svg` }
+        : { dark: null, light: null },
       api_endpoint: `https://vaults.example.com/api/v1/vaults/${p.id}`,
       description: p.extra.description,
       docs_url: p.extra.docs_url,
@@ -493,7 +664,10 @@ export function demoHints(doc: ImportDocument): DemoHints {
     else if (t.type !== 'deposit' && (t.status === 'completed' || t.status === 'pending')) h.shares = h.shares.minus(t.shares)
     history.set(key, h)
   }
-  const byDesc = <T>(f: (x: T) => number) => (a: T, b: T) => f(b) - f(a)
+  const byDesc =
+    <T>(f: (x: T) => number) =>
+    (a: T, b: T) =>
+      f(b) - f(a)
   const wallets: DemoHints['wallets'] = []
   // Pending redeems in several vaults show off the cross-vault list best.
   const [pendingAddress] = [...pending.entries()].sort(byDesc(([, vaults]) => vaults.size)).map(([a]) => a)

@@ -1,6 +1,7 @@
-import { prisma, type Db } from '../db.js'
-import { importDocument, type ImportCounts } from '../import.js'
+import type { Db } from '../db/client.js'
+import { importDocument, type ImportCounts } from '../importer/write.js'
 import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
+import { hasVaults, readHintRows } from './store.js'
 
 export interface SeedResult {
   seeded: boolean
@@ -9,14 +10,14 @@ export interface SeedResult {
 }
 
 /**
- * Loads the demo dataset when the database has no vaults yet (decisions.md §2). `now` defaults to
+ * Loads the demo dataset when the database has no vaults yet (docs/spec/decisions.md §2). `now` defaults to
  * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
  */
 export async function seedDemoIfEmpty(
-  db: Db = prisma,
+  db?: Db,
   opts: { seed?: number; now?: Date; onProgress?: (label: string, done?: number, total?: number) => void } = {},
 ): Promise<SeedResult> {
-  if ((await db.vault.findFirst({ select: { id: true } })) !== null) return { seeded: false }
+  if (await hasVaults(db)) return { seeded: false }
   const onProgress = opts.onProgress ?? (() => {})
   onProgress('Generating demo data')
   const doc = generateDemoDataset({ seed: opts.seed, now: opts.now ?? new Date() })
@@ -29,16 +30,10 @@ export async function seedDemoIfEmpty(
  * dataset is not regenerated): a few vault ids, the wallet with the most pending redeems and the
  * most active wallet.
  */
-export async function demoHintsFromDatabase(db: Db = prisma): Promise<DemoHints> {
-  const vaults = await db.vault.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 8 })
-  const pending = await db.$queryRaw<{ address: string; vault_id: string; vaults: number }[]>`
-    SELECT address, min(vault_id) AS vault_id, count(DISTINCT vault_id)::int AS vaults FROM transactions
-    WHERE type = 'redeem' AND status = 'pending' GROUP BY address ORDER BY 3 DESC, address LIMIT 1`
-  const active = await db.$queryRaw<{ address: string; vault_id: string; n: number }[]>`
-    SELECT address, vault_id, count(*)::int AS n FROM transactions
-    WHERE type = 'deposit' AND status = 'completed' GROUP BY address, vault_id ORDER BY 3 DESC, address LIMIT 1`
+export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
+  const { vaultIds, pending, active } = await readHintRows(db)
   const wallets: DemoHints['wallets'] = []
   for (const p of pending) wallets.push({ address: p.address, vaultId: p.vault_id, note: `pending redeems in ${p.vaults} vault(s)` })
   for (const a of active) wallets.push({ address: a.address, vaultId: a.vault_id, note: `${a.n} completed deposits` })
-  return { vaultIds: vaults.map((v) => v.id), wallets }
+  return { vaultIds, wallets }
 }

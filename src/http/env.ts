@@ -1,2 +1,18 @@
-/** Variables set on every Hono request. */
-export type AppEnv = { Variables: { requestId: string } }
+import type { Deadline } from '../core/deadlines.js'
+import type { Bucket } from '../core/rate-limit.js'
+
+/**
+ * Per-request state on Hono's context, set by the first middleware (src/app.ts) and read by the
+ * later ones: how layers share what they learnt about one request, instead of side tables.
+ */
+export type AppEnv = {
+  Variables: {
+    requestId: string
+    /** performance.now() when the request arrived (its duration in the log line and metrics). */
+    started: number
+    /** Set on the API routes (src/http/middleware/limits.ts); GraphQL's context takes its signal. */
+    deadline?: Deadline
+    /** Rate-limit verdicts taken for this request, by bucket: a request is counted once however many layers ask. */
+    counted?: Partial<Record<Bucket, Promise<void>>>
+  }
+}

@@ -1,17 +1,39 @@
 import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { AppError, errorBody, toAppError } from '../errors.js'
-import { logger } from '../log.js'
-import { errorsByCode } from '../metrics.js'
+import { AppError, errorBody, toAppError } from '../core/errors.js'
+import { logger } from '../core/log.js'
+import { errorsByCode } from '../core/metrics.js'
+import type { AppEnv } from './env.js'
 
-/** The one REST error body (decisions.md §4), for every error a route can produce. */
-export function errorResponse(c: HonoContext, error: unknown): Response {
+/** The AppError a client sees for `error`; an unexpected one is logged (never answered) here, once. */
+function answered(c: HonoContext<AppEnv>, error: unknown): AppError {
   const app = toAppError(error)
   if (!(error instanceof AppError)) {
-    logger.error({ err: error, requestId: c.get('requestId' as never), path: c.req.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
+    logger.error({ err: error, requestId: c.get('requestId'), path: c.req.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
   }
   errorsByCode.inc({ code: app.code })
   const headers = (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers
   if (headers) for (const [k, v] of Object.entries(headers)) c.header(k, v)
+  return app
+}
+
+/** The one REST error body (docs/spec/decisions.md §4), for every error a route can produce. */
+export function errorResponse(c: HonoContext<AppEnv>, error: unknown): Response {
+  const app = answered(c, error)
   return c.json(errorBody(app.code, app.message), app.status as ContentfulStatusCode)
+}
+
+/**
+ * Errors raised before Yoga sees a /graphql request (body too large, rate limited) answered as a
+ * GraphQL response, with the same codes and HTTP status as REST.
+ */
+export function graphqlErrorResponse(c: HonoContext<AppEnv>, error: unknown): Response {
+  const app = answered(c, error)
+  c.header('Cache-Control', 'no-store')
+  return c.json({ errors: [{ message: app.message, extensions: { code: app.code } }] }, app.status as ContentfulStatusCode)
+}
+
+/** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */
+export function answerError(err: unknown, c: HonoContext<AppEnv>): Response {
+  return c.req.path === '/graphql' ? graphqlErrorResponse(c, err) : errorResponse(c, err)
 }

@@ -1,8 +1,8 @@
-import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
 import type { Context as HonoContext } from 'hono'
-import { cacheLookups } from '../metrics.js'
+import { cacheLookups } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
-import { withOwnDeadline } from './limits.js'
+import { Deadline, underDeadline } from '../core/deadlines.js'
+import type { RequestScope } from '../graphql/context.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -14,35 +14,17 @@ import { withOwnDeadline } from './limits.js'
 // while one background computation replaces it (stale-while-revalidate), so a popular expensive
 // read never makes its callers wait when it expires. Imports clear it at once, stale entries too:
 // through the admin hook in this process, and in every other process or instance through
-// PostgreSQL NOTIFY (see data-changes.ts). While the change feed is not connected, nothing is
+// PostgreSQL NOTIFY (src/importer/changes.ts, src/db/listen.ts). While the change feed is not connected, nothing is
 // cached. Per-user and key-management responses are
 // never stored: a GraphQL operation is cacheable only when every field it selects belongs to the
 // public types below; REST routes opt in one by one.
-
-/** Types whose every field is the same for every caller (no viewer, no wallet, no key). */
-export const PUBLIC_TYPES = new Set([
-  'Vault',
-  'Contract',
-  'DepositConstraints',
-  'WithdrawConstraints',
-  'Icons',
-  'Composition',
-  'CompositionPosition',
-  'CompositionSeries',
-  'CompositionPoint',
-  'VaultConnection',
-  'VaultEdge',
-  'PageInfo',
-])
-/** Root fields that return public types. */
-export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
 
 export interface CachedResponse {
   body: string
   contentType: string
   etag?: string
   cacheControl?: string
-  /** The route pattern that produced it (the fast path labels its log line and metrics with it). */
+  /** The route pattern that produced it (the early answers label their log line and metrics with it). */
   route?: string
 }
 
@@ -180,7 +162,7 @@ export class ResponseCache {
     }
   }
 
-/** The data changed: forget everything, including responses being computed right now. */
+  /** The data changed: forget everything, including responses being computed right now. */
   clear(): void {
     this.#generation++
     this.#pending.clear()
@@ -212,122 +194,43 @@ export class ResponseCache {
   }
 }
 
-const MAX_DOCUMENTS = 1000
-
-/**
- * Whether a GraphQL operation may be answered from the shared cache: a query whose every selected
- * field belongs to a public type (introspection and unknown fields are not). Memoised per
- * document text, so the walk runs once per distinct query.
- */
-export function publicOperationCheck(schema: GraphQLSchema): (query: string, operationName: string | undefined) => boolean {
-  const memo = new Map<string, boolean>()
-  return (query, operationName) => {
-    const key = `${operationName ?? ''}\u0000${query}`
-    let answer = memo.get(key)
-    if (answer === undefined) {
-      answer = isPublicOperation(schema, query, operationName)
-      if (memo.size >= MAX_DOCUMENTS) memo.clear()
-      memo.set(key, answer)
-    }
-    return answer
-  }
-}
-
-export function isPublicOperation(schema: GraphQLSchema, query: string, operationName: string | undefined): boolean {
-  let document: DocumentNode
-  try {
-    document = parse(query)
-  } catch {
-    return false
-  }
-  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
-  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined
-  const queryType = schema.getQueryType()
-  if (!operation || operation.operation !== 'query' || !queryType) return false
-  const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
-  return selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set())
-}
-
-// A hand-written walk over the schema's own objects (getType, getFields, ofType) rather than
-// graphql-js' TypeInfo: a test runner may load a second copy of graphql, whose instanceof checks
-// would reject this schema. An invalid document is simply not cacheable; Yoga reports its errors.
-function selectsPublicFieldsOnly(
-  schema: GraphQLSchema,
-  typeName: string,
-  selectionSet: SelectionSetNode,
-  fragments: Map<string, FragmentDefinitionNode>,
-  spread: Set<string>,
-): boolean {
-  const isRoot = typeName === schema.getQueryType()?.name
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) {
-      const name = selection.name.value
-      if (name === '__typename') continue
-      if (isRoot ? !PUBLIC_QUERY_FIELDS.has(name) : !PUBLIC_TYPES.has(typeName)) return false
-      const fields = (schema.getType(typeName) as { getFields?: () => Record<string, { type: unknown }> } | undefined)?.getFields?.()
-      const field = fields?.[name]
-      if (!field) return false
-      let type = field.type as { ofType?: unknown; name?: string }
-      while (type.ofType) type = type.ofType as typeof type
-      if (selection.selectionSet && !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))) return false
-    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      const on = selection.typeCondition?.name.value ?? typeName
-      if (on !== typeName || !selectsPublicFieldsOnly(schema, on, selection.selectionSet, fragments, spread)) return false
-    } else {
-      const fragment = fragments.get(selection.name.value)
-      if (!fragment || fragment.typeCondition.name.value !== typeName) return false
-      if (spread.has(fragment.name.value)) continue
-      spread.add(fragment.name.value)
-      if (!selectsPublicFieldsOnly(schema, typeName, fragment.selectionSet, fragments, spread)) return false
-    }
-  }
-  return true
-}
-
 /** The cache key of a request URL: path and query string, without scheme and host. */
 export function pathAndQuery(url: string): string {
   const start = url.indexOf('/', url.indexOf('//') + 2)
   return start === -1 ? '/' : url.slice(start)
 }
 
-// POST /graphql bodies the fast path has read already (a request body can be read only once).
-const readAhead = new WeakMap<Request, string>()
-
 /** The cache key of a POST /graphql body. */
 export const graphqlCacheKey = (accept: string | null | undefined, body: string) => `POST /graphql\n${accept ?? ''}\n${body}`
 
-/** `request` reaches the routes with its body already read as `text`. */
-export function bodyReadAhead(request: Request, text: string): void {
-  readAhead.set(request, text)
-}
+/** Runs a /graphql request through Yoga: `request` carries the body; `scope` its id and deadline. */
+export type ExecuteGraphql = (request: Request, scope: RequestScope) => Promise<Response>
 
 /**
  * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
  * within the TTL is served from memory (or, just after, while it is refreshed: see `load`);
- * anything else goes to Yoga unchanged. Only answers without errors are stored.
- * `execute(request, original)`: `request` may be a copy of `original` carrying the body this
- * handler has read (state kept per request, such as its deadline, must follow). A background
- * refresh passes a detached copy as both: it has a deadline of its own and no client to lose.
+ * anything else goes to Yoga unchanged. Only answers without errors are stored. The body is read
+ * once (Hono keeps it for every later reader, the early answers included); Yoga gets a copy of the
+ * request carrying it. A background refresh runs on a detached copy with a deadline of its own.
  */
 export function cachedGraphql(
   cache: ResponseCache,
-  schema: GraphQLSchema,
-  execute: (request: Request, original: Request) => Promise<Response>,
+  isPublic: (query: string, operationName: string | undefined) => boolean,
+  execute: ExecuteGraphql,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
-  const isPublic = publicOperationCheck(schema)
   return async (c) => {
-    const early = readAhead.get(c.req.raw)
-    if (early === undefined && (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json'))) return execute(c.req.raw, c.req.raw)
-    const text = early ?? (await c.req.text())
-    // The body is read: Yoga gets a copy of the request with it.
-    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), c.req.raw)
+    const scope = (): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline') })
+    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, scope())
+    const text = await c.req.text()
+    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope())
     let params: { query?: unknown; operationName?: unknown }
     try {
       params = JSON.parse(text) as typeof params
     } catch {
       return forward()
     }
-    if (!cache.enabled || typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)) return forward()
+    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined))
+      return forward()
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined
@@ -335,8 +238,8 @@ export function cachedGraphql(
       if (background) {
         // Nobody waits for this answer: an error or a non-200 is dropped, never shared.
         const detached = new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text })
-        return withOwnDeadline(c.req.raw, detached, async () => {
-          const response = await execute(detached, detached)
+        return underDeadline(c.get('deadline')?.detached() ?? Deadline.in(60_000), async (deadline) => {
+          const response = await execute(detached, { requestId: c.get('requestId'), deadline })
           if (response.status !== 200) {
             await response.body?.cancel().catch(() => {})
             return undefined

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import type { Prisma } from '../generated/prisma/client.js'
 
 /** PostgreSQL channel on which every commit that revokes keys (or changes the allowlist) names the wallet. */
 export const KEY_CHANNEL = 'vaultgate_api_keys'
@@ -19,14 +18,6 @@ export function onWalletKeysChanged(fn: Listener): () => void {
 /** Tells this process' verifiers, after the commit, that a wallet's keys or allowlist entry changed. */
 export function walletKeysChanged(wallet: string): void {
   for (const fn of listeners) fn(wallet)
-}
-
-/**
- * Queues a NOTIFY inside the transaction: PostgreSQL delivers it to other instances at commit, and
- * never on rollback. Payload: `<wallet> <origin>`.
- */
-export async function notifyKeysChanged(tx: Prisma.TransactionClient, wallet: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_notify(${KEY_CHANNEL}, ${`${wallet} ${PROCESS_ORIGIN}`})`
 }
 
 /** The wallet and origin of a notification payload. */

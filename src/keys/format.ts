@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { badRequest } from '../errors.js'
+import { badRequest } from '../core/errors.js'
 
-/** Spec §4 rule 1 and decisions.md §1. */
+/** Spec §4 rule 1 and docs/spec/decisions.md §1. */
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/
 export const DEFAULT_KEY_PREFIX = 'vaultgate'
 export const KEY_LIFETIME_MS = 30 * 24 * 60 * 60 * 1000

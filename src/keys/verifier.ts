@@ -1,13 +1,16 @@
 import pg from 'pg'
-import { systemClock, type Clock } from '../clock.js'
+import { systemClock, type Clock } from '../core/clock.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
-import { onWalletKeysChanged } from './changes.js'
+import { KEY_CHANNEL, onWalletKeysChanged, parseKeyNotification, PROCESS_ORIGIN } from './changes.js'
 import { digestOf, looksLikeRawKey } from './format.js'
-import { listenForKeyChanges, type KeyChangeListener } from './listener.js'
+import { createChangeFeed, type ChangeFeed } from '../db/listen.js'
+import { KEY_STATE_SQL, keyStateThrough, type KeyStateRow } from './store.js'
+
+export type { KeyStateRow }
 
 export type InactiveReason = 'unknown' | 'revoked' | 'expired' | 'not_whitelisted'
 
-/** decisions.md §7: what the order exchange learns about a presented key. */
+/** docs/spec/decisions.md §7: what the order exchange learns about a presented key. */
 export interface VerifyResult {
   active: boolean
   wallet: string | null
@@ -50,7 +53,9 @@ export interface ApiKeyVerifierOptions {
   maxEntries?: number
   /** Also drop cached state when this process revokes a key (default true). */
   localInvalidation?: boolean
-  /** PostgreSQL connection for LISTEN: revocations committed by other instances reach this cache at once. */
+  /** The gateway's change feed: revocations committed by other instances reach this cache at once. */
+  changes?: ChangeFeed
+  /** Instead of `changes`: a PostgreSQL connection to LISTEN on (a feed of the verifier's own). */
   listen?: pg.ClientConfig
   /** Told whether each lookup was served from memory (the gateway counts them in its metrics). */
   onCacheLookup?: (hit: boolean) => void
@@ -92,30 +97,10 @@ export function judge(s: KeyState | null, now: number): VerifyResult {
   return { active: true, wallet: s.wallet, keyId: s.id, expiresAtMs: s.expiresAtMs, reason: null }
 }
 
-/** One row of KEY_STATE_SQL. */
-export interface KeyStateRow {
-  id: string
-  wallet: string
-  expires_at: Date
-  revoked_at: Date | null
-  revoke_reason: string | null
-  allowlisted: boolean
-}
 type Row = KeyStateRow
 
 /** Reads the state of the key with a digest: zero or one row. */
 export type Lookup = (digest: string) => Promise<KeyStateRow[]>
-
-const KEY_STATE_SQL = `
-  SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, k.revoke_reason::text AS revoke_reason,
-         (a.address IS NOT NULL) AS allowlisted
-  FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet
-  WHERE k.digest = $1`
-
-function prismaLookup(client: Pick<PrismaClient, '$queryRawUnsafe'>): Lookup {
-  // The SQL is a constant; the digest travels as a bind parameter.
-  return (digest) => client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
-}
 
 /**
  * Checks API keys for the order exchange. Key state is cached per digest for at most `cacheTtlMs`;
@@ -148,7 +133,7 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
   }
 
   if (!options.lookup && !options.prisma) throw new TypeError('createApiKeyVerifier needs `prisma` or `lookup`')
-  const lookup: Lookup = options.lookup ?? prismaLookup(options.prisma!)
+  const lookup: Lookup = options.lookup ?? keyStateThrough(options.prisma!)
 
   async function load(digest: string): Promise<Entry> {
     const startedEpoch = epoch
@@ -198,10 +183,17 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
 
   const local = options.localInvalidation !== false
   const unsubscribe = local ? onWalletKeysChanged(invalidateWallet) : () => {}
-  let listener: KeyChangeListener | undefined
-  if (options.listen) {
-    listener = listenForKeyChanges(options.listen, { onWallet: invalidateWallet, onReset: clear }, local)
-  }
+  // Notifications sent while the feed was down are lost: state cached meanwhile is dropped when it is back.
+  const own = options.changes ? undefined : options.listen ? createChangeFeed({ connection: options.listen }) : undefined
+  const feed = options.changes ?? own
+  const offKeys = feed?.on(KEY_CHANNEL, (payload) => {
+    const { wallet, origin } = parseKeyNotification(payload)
+    // This process' own commits reached the cache already (local invalidation).
+    if (!(local && origin === PROCESS_ORIGIN)) invalidateWallet(wallet)
+  })
+  const offLive = feed?.onLive((live) => {
+    if (live) clear()
+  })
 
   return {
     async verify(rawKey) {
@@ -211,21 +203,24 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
     },
     invalidateWallet,
     clear,
-    ready: listener?.ready ?? Promise.resolve(),
+    ready: feed?.ready ?? Promise.resolve(),
     async close() {
       unsubscribe()
-      await listener?.close()
+      offKeys?.()
+      offLive?.()
+      await own?.close()
       cache.clear()
     },
   }
 }
 
-
 /**
  * For a service outside the gateway, such as the order exchange: a verifier with its own small
  * pool and LISTEN connection to the gateway's PostgreSQL database (read-only use: one SELECT).
  */
-export function connectApiKeyVerifier(options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>): ApiKeyVerifier {
+export function connectApiKeyVerifier(
+  options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>,
+): ApiKeyVerifier {
   const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
   const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
   pool.on('error', () => {})

@@ -1,8 +1,8 @@
 import { getOperationAST, parse } from 'graphql'
 import { z } from 'zod'
-import { defaultStatus, type ErrorCode } from '../errors.js'
+import { defaultStatus, type ErrorCode } from '../core/errors.js'
 import type { JsonSchema, Params } from '../rest/params.js'
-import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/shim.js'
+import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/route.js'
 import { components, ErrorBody } from '../rest/wire.js'
 
 // The OpenAPI 3.1 document, generated from the REST shim's route table (and the descriptions of
@@ -86,11 +86,15 @@ const SECURITY_SCHEMES: Record<SecurityScheme, Record<string, unknown>> = {
     description:
       'A wallet-session JWT from the embedded-wallet identity provider (`Authorization: Bearer <WALLET_SESSION_JWT>`). When the token holds several EVM wallets, `X-Service-Wallet` names the one to act for; the wallet must be on the allowlist.',
   },
-  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token, `Authorization: Bearer $ADMIN_TOKEN`. Admin routes answer 404 while ADMIN_TOKEN is unset.' },
+  adminToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The operator token, `Authorization: Bearer $ADMIN_TOKEN`. Admin routes answer 404 while ADMIN_TOKEN is unset.',
+  },
   internalToken: {
     type: 'http',
     scheme: 'bearer',
-    description: 'The order exchange\'s token, `Authorization: Bearer $INTERNAL_TOKEN`. Internal routes answer 404 while INTERNAL_TOKEN is unset.',
+    description: "The order exchange's token, `Authorization: Bearer $INTERNAL_TOKEN`. Internal routes answer 404 while INTERNAL_TOKEN is unset.",
   },
 }
 
@@ -138,8 +142,13 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
   for (const op of operations) {
     if (ids.has(op.operationId)) throw new Error(`Duplicate operationId ${op.operationId}`)
     ids.add(op.operationId)
-    const declared = Object.keys(op.params ?? {}).sort().join(',')
-    const inPath = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join(',')
+    const declared = Object.keys(op.params ?? {})
+      .sort()
+      .join(',')
+    const inPath = [...op.path.matchAll(/\{(\w+)\}/g)]
+      .map((m) => m[1])
+      .sort()
+      .join(',')
     if (declared !== inPath) throw new Error(`${op.method} ${op.path} declares path parameters [${declared}]`)
 
     const responses: Record<string, unknown> = {}
@@ -161,7 +170,10 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
       byStatus.set(status, [...(byStatus.get(status) ?? []), code])
     }
     for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
-      responses[status] = { description: `Error: ${codes.map((c) => `\`${c}\``).join(' or ')}.`, content: json(op.errorSchema ?? ErrorBody, 'Error', op.errorContentTypes) }
+      responses[status] = {
+        description: `Error: ${codes.map((c) => `\`${c}\``).join(' or ')}.`,
+        content: json(op.errorSchema ?? ErrorBody, 'Error', op.errorContentTypes),
+      }
     }
     const params = [...parameters('path', op.params), ...parameters('query', op.query), ...parameters('header', op.headers)]
     const operation = {
@@ -172,7 +184,13 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
       ...(op.security ? { security: op.security.map((s) => ({ [s]: [] })) } : {}),
       ...(params.length ? { parameters: params } : {}),
       ...(op.body
-        ? { requestBody: { required: op.body.required, ...(op.body.description ? { description: op.body.description } : {}), content: json(op.body.schema, `${upperFirst(op.operationId)}Request`) } }
+        ? {
+            requestBody: {
+              required: op.body.required,
+              ...(op.body.description ? { description: op.body.description } : {}),
+              content: json(op.body.schema, `${upperFirst(op.operationId)}Request`),
+            },
+          }
         : {}),
       responses,
     }

@@ -1,13 +1,14 @@
 import { z } from 'zod'
-import { EVM_ADDRESS } from '../auth/wallets.js'
+import { TransactionStatus, TransactionType } from '../generated/prisma/enums.js'
+import { EVM_ADDRESS } from '../wallets/address.js'
 import type { Param } from '../rest/params.js'
-import { restRoutes } from '../rest/routes.js'
+import { restRoutes } from '../rest/routes/index.js'
 import { Amount, component, envelope, Percent, ServerTime } from '../rest/wire.js'
-import { VaultSchema } from '../rest/vault-routes.js'
+import { VaultSchema } from '../rest/routes/vaults.js'
 import { buildOpenApiDocument, restOperation, type OperationDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
-// handlers, so their descriptions live here; test/openapi.test.ts checks that every route the app
+// handlers, so their descriptions live here; test/openapi/openapi.test.ts checks that every route the app
 // serves is described and that real answers match these schemas.
 
 const GraphQLRequest = component(
@@ -62,8 +63,8 @@ const ImportDocument = component(
             id: z.string(),
             vault_id: z.string(),
             address: z.string().meta({ description: 'An EVM address, any case.' }),
-            type: z.enum(['deposit', 'withdraw', 'redeem']),
-            status: z.enum(['pending', 'completed', 'failed', 'cancelled']),
+            type: z.enum(TransactionType),
+            status: z.enum(TransactionStatus),
             amount: Amount,
             shares: Amount,
             timestamp: z.string().meta({ description: 'An RFC 3339 timestamp.' }),
@@ -79,7 +80,9 @@ const ImportDocument = component(
     }),
 )
 
-const ImportCounts = z.object({ vaults: z.int(), compositions: z.int(), transactions: z.int() }).meta({ description: 'Rows written (inserted or updated) per kind.' })
+const ImportCounts = z
+  .object({ vaults: z.int(), compositions: z.int(), transactions: z.int() })
+  .meta({ description: 'Rows written (inserted or updated) per kind.' })
 
 const walletParam: Param<string> = {
   description: 'A wallet address: 0x and 40 hex digits, any case (stored lowercase).',
@@ -193,7 +196,12 @@ export const httpOperations: OperationDoc[] = [
     params: { address: walletParam },
     body: { schema: component('AllowlistNote', z.strictObject({ note: z.string().max(500).nullable().optional() })), required: false },
     errors: ['bad_request', ...adminErrors],
-    responses: { 200: { description: 'The entry; `added` is false when it was there already.', schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))) } },
+    responses: {
+      200: {
+        description: 'The entry; `added` is false when it was there already.',
+        schema: component('AllowlistAdded', envelope(AllowlistEntry.extend({ added: z.boolean() }))),
+      },
+    },
   },
   {
     ...admin,

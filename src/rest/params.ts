@@ -1,15 +1,8 @@
-import { badRequest } from '../errors.js'
+import { badRequest } from '../core/errors.js'
+import { parsePageSize } from '../core/page.js'
 
 // Query-parameter parsing for REST routes: malformed or out-of-range values are a 400, never
-// clamped or ignored (decisions.md §4).
-
-/** An integer page size written in plain digits, within `range`; absent = `range.default`. */
-export function parseLimit(text: string | undefined, range: { min: number; max: number; default: number }, name = 'limit'): number {
-  if (text === undefined) return range.default
-  const n = /^\d{1,6}$/.test(text) ? Number(text) : Number.NaN
-  if (!(n >= range.min && n <= range.max)) throw badRequest(`${name} must be an integer from ${range.min} to ${range.max}.`)
-  return n
-}
+// clamped or ignored (docs/spec/decisions.md §4).
 
 /** A value from a fixed set; absent = `fallback`. */
 export function parseChoice<const T extends string>(name: string, text: string | undefined, values: readonly T[], fallback: T): T
@@ -49,12 +42,12 @@ export type Params = Record<string, Param>
 /** The parsed values of a set of parameters, by name. */
 export type ParsedParams<P extends Params> = { [K in keyof P]: P[K] extends Param<infer T> ? T : never }
 
-/** An integer page size (see parseLimit). */
+/** A page size (src/core/page.ts: the one policy). */
 export function limitParam(range: { min: number; max: number; default: number }, description: string): Param<number> {
   return {
     description,
     schema: { type: 'integer', minimum: range.min, maximum: range.max, default: range.default },
-    parse: (text, name) => parseLimit(text, range, name),
+    parse: (text, name) => parsePageSize(text, name),
   }
 }
 

@@ -1,8 +1,8 @@
 import type { Transport } from 'viem'
 import { erc7540ProbeAbi, ERC7540_ASYNC_REDEEM } from './abi.js'
-import { loadSourcesFile, SourcesConfigError, type SourceChain, type SourceVault } from './config.js'
+import { loadSourcesFile, type SourceChain, type SourcesConfig, SourcesConfigError, type SourceVault } from './config.js'
 import { snapshotOf } from './mapping.js'
-import { ChainReader } from './reader.js'
+import { ChainReader, type VaultFacts } from './reader.js'
 import { describeRpcError, type RetryPolicy } from './rpc.js'
 
 // `vaultgate sources check`: validates the sources file, then asks each chain and contract whether
@@ -26,15 +26,12 @@ const CHECK_RETRY: RetryPolicy = { attempts: 2, baseDelayMs: 200, maxDelayMs: 10
 
 /** Validates `file` and every chain and vault in it; `error` findings mean the follower would fail. */
 export async function checkSources(file: string, options: CheckOptions = {}): Promise<Finding[]> {
-  let config
+  let config: SourcesConfig
   try {
     config = await loadSourcesFile(file)
   } catch (e) {
     if (!(e instanceof SourcesConfigError)) throw e
-    return e.issues.map((issue) => {
-      const m = /^([^:\s]+(?:\[[^\]]*\])*[^:\s]*): (.*)$/.exec(issue)
-      return m ? { level: 'error' as const, path: m[1]!, message: m[2]! } : { level: 'error' as const, path: 'file', message: issue }
-    })
+    return e.problems.map((p) => ({ level: 'error', path: p.path ?? 'file', message: p.message }))
   }
   const findings: Finding[][] = await Promise.all(
     Object.values(config.chains).map((chain) =>
@@ -69,7 +66,8 @@ async function checkChain(chain: SourceChain, vaults: (readonly [SourceVault, nu
     const multicall = await reader.multicallContract()
     if (multicall && chain.multicall3_address) {
       const code = await reader.client.getCode({ address: multicall.address })
-      if (!code || code === '0x') out.push({ level: 'warning', path: `${path}.multicall3_address`, message: 'has no contract at the head; plain eth_calls will be used' })
+      if (!code || code === '0x')
+        out.push({ level: 'warning', path: `${path}.multicall3_address`, message: 'has no contract at the head; plain eth_calls will be used' })
     }
     out.push({
       level: 'info',
@@ -89,7 +87,8 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
   try {
     const code = await client.getCode({ address: vault.address, blockNumber: head })
     if (!code || code === '0x') return [{ level: 'error', path: `${path}.address`, message: `no contract at ${vault.address} on ${vault.chain}` }]
-    if (BigInt(vault.from_block) > head) out.push({ level: 'warning', path: `${path}.from_block`, message: `is beyond the chain's head (${head}): nothing is read until then` })
+    if (BigInt(vault.from_block) > head)
+      out.push({ level: 'warning', path: `${path}.from_block`, message: `is beyond the chain's head (${head}): nothing is read until then` })
     else {
       const then = await client.getCode({ address: vault.address, blockNumber: BigInt(vault.from_block) })
       if (!then || then === '0x')
@@ -99,7 +98,7 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
     return [{ level: 'error', path, message: `not checked: ${describeRpcError(e)}` }]
   }
 
-  let facts
+  let facts: VaultFacts
   try {
     facts = await reader.vaultFacts(vault.address, head)
   } catch (e) {
@@ -113,7 +112,13 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
     .readContract({ address: vault.address, abi: erc7540ProbeAbi, functionName: 'supportsInterface', args: [ERC7540_ASYNC_REDEEM], blockNumber: head })
     .catch(() => undefined)
   const answersPending = await client
-    .readContract({ address: vault.address, abi: erc7540ProbeAbi, functionName: 'pendingRedeemRequest', args: [0n, '0x0000000000000000000000000000000000000000'], blockNumber: head })
+    .readContract({
+      address: vault.address,
+      abi: erc7540ProbeAbi,
+      functionName: 'pendingRedeemRequest',
+      args: [0n, '0x0000000000000000000000000000000000000000'],
+      blockNumber: head,
+    })
     .then(
       () => true,
       () => false,
@@ -126,9 +131,17 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
       message: `is "erc7540", but the contract is not an ERC-7540 vault: supportsInterface(${ERC7540_ASYNC_REDEEM}) is not true and pendingRedeemRequest() does not answer`,
     })
   if (vault.kind === 'erc4626' && isAsync)
-    out.push({ level: 'warning', path: `${path}.kind`, message: 'is "erc4626", but the contract has ERC-7540 asynchronous redeems: its RedeemRequest events would be ignored' })
+    out.push({
+      level: 'warning',
+      path: `${path}.kind`,
+      message: 'is "erc4626", but the contract has ERC-7540 asynchronous redeems: its RedeemRequest events would be ignored',
+    })
 
-  const snap = snapshotOf({ id: vault.id, chainId: vault.chain_id, kind: vault.kind, assetDecimals: facts.assetDecimals, vaultDecimals: facts.vaultDecimals }, state, { number: head, hash: '0x', timestamp: 0n })
+  const snap = snapshotOf(
+    { id: vault.id, chainId: vault.chain_id, kind: vault.kind, assetDecimals: facts.assetDecimals, vaultDecimals: facts.vaultDecimals },
+    state,
+    { number: head, hash: '0x', timestamp: 0n },
+  )
   out.push({
     level: 'info',
     path,

@@ -1,7 +1,16 @@
-import type { ImportTransaction } from '../import.js'
+import type { ImportTransaction } from '../importer/document.js'
 import type { Address, VaultKind } from './config.js'
 import type { LogFetcher } from './logs.js'
-import { mapVaultEvents, snapshotOf, type BlockRef, type MappedVault, type OpenRedeem, type VaultEvent, type VaultSnapshot, type VaultState } from './mapping.js'
+import {
+  mapVaultEvents,
+  snapshotOf,
+  type BlockRef,
+  type MappedVault,
+  type OpenRedeem,
+  type VaultEvent,
+  type VaultSnapshot,
+  type VaultState,
+} from './mapping.js'
 import type { ChainReader, VaultFacts } from './reader.js'
 
 // One step of the follower, without the database: read a range of confirmed blocks for a set of
@@ -136,9 +145,7 @@ export async function collectRange(
 
   const blocks = new Map<bigint, BlockRef>([[end.number, end]])
   if (start.number >= from) blocks.set(start.number, start)
-  await Promise.all(
-    [...wanted.keys()].filter((n) => !blocks.has(n)).map(async (n) => blocks.set(n, await reader.block(n))),
-  )
+  await Promise.all([...wanted.keys()].filter((n) => !blocks.has(n)).map(async (n) => blocks.set(n, await reader.block(n))))
   for (const e of events) if (blocks.get(e.blockNumber)!.hash.toLowerCase() !== e.blockHash.toLowerCase()) throw new ReorgDuringReadError(e.blockNumber)
 
   const states = new Map<string, Map<bigint, VaultState>>(vaults.map((v) => [v.id, new Map()]))

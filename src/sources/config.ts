@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { z } from 'zod'
-import { asAppError } from '../errors.js'
-import { validateImportDocument, type ImportVault } from '../import.js'
+import { consistencyIssues, formatPath, type ImportVault, type Issue, importShapes, zodIssues } from '../importer/document.js'
+import { normalizeAddress } from '../wallets/address.js'
 
 // VAULT_SOURCES_FILE (decisions §12): the chains to follow and the vaults on them. The vault
 // metadata that is not on chain (name, fees, constraints, icons, …) is checked by the importer's
-// own vault rules, so a vault reads the same whether it was imported or followed on chain.
+// own vault rules (its schema and cross-row rules, in its words), so a vault reads the same whether
+// it was imported or followed on chain.
 //
 // Beyond §12, a chain may set `multicall3_address` (null: never use multicall; absent: viem's chain
 // definition, else a probe of the canonical address), `requests_per_second` (the request budget,
@@ -58,15 +59,28 @@ export const SOURCE_DEFAULTS = {
   max_block_range: 2000,
 } as const
 
+export interface SourcesProblem {
+  /** A JSON path into the file (`vaults[2].kind`); absent for the file as a whole (unreadable, not JSON). */
+  path?: string
+  message: string
+}
+
 export class SourcesConfigError extends Error {
+  /** One line per problem: `path: message`. */
+  readonly issues: string[]
+
   constructor(
-    readonly issues: string[],
+    readonly problems: SourcesProblem[],
     where = 'sources file',
   ) {
+    const issues = problems.map((p) => (p.path === undefined ? p.message : `${p.path}: ${p.message}`))
     super(`Invalid ${where}:\n${issues.map((i) => `  ${i}`).join('\n')}`)
     this.name = 'SourcesConfigError'
+    this.issues = issues
   }
 }
+
+const problemsOf = (issues: Issue[]): SourcesProblem[] => issues.map((i) => ({ path: formatPath(i.path), message: i.message }))
 
 type Checked<T> = { ok: true; value: T } | { ok: false; error: string }
 type Check<T> = (input: unknown) => Checked<T>
@@ -75,13 +89,16 @@ const fail = (error: string): Checked<never> => ({ ok: false, error })
 
 // As in the importer: each scalar is checked by hand so the message is a sentence about the field.
 function field<T>(check: Check<T>, fallback?: T) {
-  return z.unknown().optional().transform((input, ctx): T => {
-    if (input === undefined && fallback !== undefined) return fallback
-    const r = input === undefined ? fail('is required') : check(input)
-    if (r.ok) return r.value
-    ctx.addIssue({ code: 'custom', message: r.error })
-    return z.NEVER
-  })
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T => {
+      if (input === undefined && fallback !== undefined) return fallback
+      const r = input === undefined ? fail('is required') : check(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: r.error })
+      return z.NEVER
+    })
 }
 
 const integer =
@@ -89,9 +106,10 @@ const integer =
   (v) =>
     typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? ok(v) : fail(`must be an integer from ${min} to ${max}`)
 
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/
-const address: Check<Address> = (v) =>
-  typeof v === 'string' && EVM_ADDRESS.test(v) ? ok(v.toLowerCase() as Address) : fail('must be an EVM address (0x followed by 40 hex digits)')
+const address: Check<Address> = (v) => {
+  const normalized = normalizeAddress(v)
+  return normalized === undefined ? fail('must be an EVM address (0x followed by 40 hex digits)') : ok(normalized as Address)
+}
 
 const nullableAddress: Check<Address | null> = (v) => (v === null ? ok(null) : address(v))
 
@@ -118,13 +136,16 @@ const chainSchema = z.strictObject({
   rpc_url: field(rpcUrl),
   confirmations: field(integer(0, 10_000), SOURCE_DEFAULTS.confirmations),
   poll_interval_ms: field(integer(100, 3_600_000), SOURCE_DEFAULTS.poll_interval_ms),
-  multicall3_address: z.unknown().optional().transform((input, ctx): Address | null | undefined => {
-    if (input === undefined) return undefined
-    const r = nullableAddress(input)
-    if (r.ok) return r.value
-    ctx.addIssue({ code: 'custom', message: `${r.error}, or null` })
-    return z.NEVER
-  }),
+  multicall3_address: z
+    .unknown()
+    .optional()
+    .transform((input, ctx): Address | null | undefined => {
+      if (input === undefined) return undefined
+      const r = nullableAddress(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: `${r.error}, or null` })
+      return z.NEVER
+    }),
   requests_per_second: field(positive, SOURCE_DEFAULTS.requests_per_second),
   max_block_range: field(integer(1, 1_000_000), SOURCE_DEFAULTS.max_block_range),
 })
@@ -153,32 +174,11 @@ const documentSchema = z.strictObject({
   vaults: z.array(z.unknown()),
 })
 
-interface Issue {
-  path: readonly PropertyKey[]
-  message: string
-}
+/** The importer's vault record schema: the metadata is checked by its rules. */
+const importVaultSchema = z.strictObject(importShapes.vaults)
 
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = ''
-  for (const p of path) {
-    if (typeof p === 'number') out += `[${p}]`
-    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p)
-    else out += `[${JSON.stringify(String(p))}]`
-  }
-  return out || 'document'
-}
-
-function zodIssues(error: z.ZodError, prefix: readonly PropertyKey[] = []): Issue[] {
-  return error.issues.flatMap((i): Issue[] => {
-    const path = [...prefix, ...i.path]
-    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: [...path, k], message: 'is not a known field' }))
-    if (i.code === 'invalid_type') {
-      const what = i.expected === 'array' ? 'an array' : i.expected === 'object' ? 'an object' : `a ${i.expected}`
-      return [{ path, message: i.input === undefined ? 'is required' : `must be ${what}` }]
-    }
-    return [{ path, message: i.message }]
-  })
-}
+/** The importer's sentences for zod's issues, at `prefix` in this file. */
+const issuesAt = (prefix: readonly PropertyKey[], error: z.ZodError): Issue[] => zodIssues(error).map((i) => ({ ...i, path: [...prefix, ...i.path] }))
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
@@ -208,20 +208,21 @@ function importerCandidate(metadata: Record<string, unknown>, chain: string): Re
  * Validates a parsed sources file and returns it with defaults applied, addresses lowercase and
  * the vault metadata in the importer's canonical form. Throws SourcesConfigError listing every
  * problem with its JSON path (`vaults[2].kind: must be one of "erc4626", "erc7540"`); the metadata
- * problems come from the importer's rules, at most five of them, as the importer reports them.
+ * problems come from the importer's rules, in its words, after the file's own.
  */
 export function parseSourcesConfig(input: unknown, where?: string): SourcesConfig {
   const doc = documentSchema.safeParse(input, { reportInput: true })
-  if (!doc.success) throw new SourcesConfigError(zodIssues(doc.error).map((i) => `${formatPath(i.path)}: ${i.message}`), where)
+  if (!doc.success) throw new SourcesConfigError(problemsOf(issuesAt([], doc.error)), where)
 
   const issues: Issue[] = []
   const chains: Record<string, SourceChain> = {}
   const chainNameOf = new Map<number, string>()
   for (const [name, raw] of Object.entries(doc.data.chains)) {
-    if (!CHAIN_NAME.test(name)) issues.push({ path: ['chains', name], message: 'the name must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit' })
+    if (!CHAIN_NAME.test(name))
+      issues.push({ path: ['chains', name], message: 'the name must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit' })
     const parsed = chainSchema.safeParse(raw, { reportInput: true })
     if (!parsed.success) {
-      issues.push(...zodIssues(parsed.error, ['chains', name]))
+      issues.push(...issuesAt(['chains', name], parsed.error))
       continue
     }
     const c = parsed.data
@@ -232,23 +233,26 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
   }
 
   const sources: (z.infer<typeof vaultSourceSchema> | undefined)[] = []
-  const candidates: Record<string, unknown>[] = []
+  const vaults: (ImportVault | undefined)[] = []
+  const importerIssues: Issue[] = []
   const seenAddress = new Map<string, number>()
   doc.data.vaults.forEach((raw, i) => {
     if (!isObject(raw)) {
       issues.push({ path: ['vaults', i], message: 'must be an object' })
       sources.push(undefined)
-      // A valid stand-in keeps the importer's indices aligned with ours.
-      candidates.push(importerCandidate({ id: `zz-sources-placeholder-${i}`, name: 'x', symbol: 'x', base_asset: 'x', status: 'active', perf_fee_bps: 0, api_endpoint: 'x' }, 'x'))
+      vaults.push(undefined)
       return
     }
     const parsed = vaultSourceSchema.safeParse(raw, { reportInput: true })
     const source = parsed.success ? parsed.data : undefined
-    if (!parsed.success) issues.push(...zodIssues(parsed.error, ['vaults', i]))
+    if (!parsed.success) issues.push(...issuesAt(['vaults', i], parsed.error))
     const chainName = typeof raw.chain === 'string' ? raw.chain : undefined
     // Named against every chain entry, valid or not: a broken chain entry is reported on its own.
     if (chainName !== undefined && chainName.length > 0 && !Object.hasOwn(doc.data.chains, chainName))
-      issues.push({ path: ['vaults', i, 'chain'], message: `must be the name of one of the chains (${Object.keys(doc.data.chains).join(', ') || 'none configured'})` })
+      issues.push({
+        path: ['vaults', i, 'chain'],
+        message: `must be the name of one of the chains (${Object.keys(doc.data.chains).join(', ') || 'none configured'})`,
+      })
     for (const [key, message] of Object.entries(NOT_CONFIGURABLE)) if (key in raw) issues.push({ path: ['vaults', i, key], message })
     if (source) {
       const key = `${source.chain}\u0000${source.address}`
@@ -257,27 +261,20 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
       else seenAddress.set(key, i)
     }
     const metadata = Object.fromEntries(Object.entries(raw).filter(([k]) => !(SOURCE_FIELDS as readonly string[]).includes(k) && !(k in NOT_CONFIGURABLE)))
-    candidates.push(importerCandidate(metadata, chainName && chainName.length > 0 ? chainName : 'unknown'))
+    const vault = importVaultSchema.safeParse(importerCandidate(metadata, chainName && chainName.length > 0 ? chainName : 'unknown'), { reportInput: true })
+    if (!vault.success) importerIssues.push(...issuesAt(['vaults', i], vault.error))
+    vaults.push(vault.success ? vault.data : undefined)
     sources.push(source)
   })
+  // The importer's rules across records (ids once, min_deposit ≤ max_deposit) once every record is valid, as it does.
+  if (importerIssues.length === 0 && vaults.every((v) => v !== undefined))
+    importerIssues.push(...consistencyIssues({ vaults: vaults as ImportVault[], compositions: [], transactions: [] }))
 
-  let vaults: ImportVault[] = []
-  const importerIssues: string[] = []
-  try {
-    vaults = validateImportDocument({ vaults: candidates }).vaults
-  } catch (e) {
-    const app = asAppError(e)
-    if (!app) throw e
-    // The importer names each problem `vaults[i].field: …`, joined by "; ", with our indices.
-    importerIssues.push(...app.message.split(/; (?=vaults\[|and \d+ more problem)/))
-  }
-
-  const all = [...issues.map((i) => `${formatPath(i.path)}: ${i.message}`), ...importerIssues]
-  if (all.length > 0) throw new SourcesConfigError(all, where)
+  if (issues.length + importerIssues.length > 0) throw new SourcesConfigError(problemsOf([...issues, ...importerIssues]), where)
 
   return {
     chains,
-    vaults: vaults.map((v, i) => {
+    vaults: (vaults as ImportVault[]).map((v, i) => {
       const s = sources[i]!
       const raw = doc.data.vaults[i] as Record<string, unknown>
       const { id, chain: _chain, chain_id: _chainId, contract: _contract, tvl: _tvl, share_price: _price, base_asset_price_usd, ...rest } = v
@@ -302,13 +299,16 @@ export async function loadSourcesFile(file: string): Promise<SourcesConfig> {
     text = await readFile(file, 'utf8')
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    throw new SourcesConfigError([code === 'ENOENT' ? 'the file does not exist' : `the file cannot be read (${code ?? 'error'})`], `sources file ${file}`)
+    throw new SourcesConfigError(
+      [{ message: code === 'ENOENT' ? 'the file does not exist' : `the file cannot be read (${code ?? 'error'})` }],
+      `sources file ${file}`,
+    )
   }
   let json: unknown
   try {
     json = JSON.parse(text)
   } catch (e) {
-    throw new SourcesConfigError([`not valid JSON: ${(e as Error).message}`], `sources file ${file}`)
+    throw new SourcesConfigError([{ message: `not valid JSON: ${(e as Error).message}` }], `sources file ${file}`)
   }
   return parseSourcesConfig(json, `sources file ${file}`)
 }
@@ -317,7 +317,10 @@ export async function loadSourcesFile(file: string): Promise<SourcesConfig> {
  * The vault in the importer's record shape, with live values from the chain. `base_asset_price_usd`
  * stays null when the file does not give one (the vaults table wants a value: the writing step decides).
  */
-export function vaultRecord(vault: SourceVault, live: { tvl: string; share_price: string }): Omit<ImportVault, 'base_asset_price_usd'> & { base_asset_price_usd: string | null } {
+export function vaultRecord(
+  vault: SourceVault,
+  live: { tvl: string; share_price: string },
+): Omit<ImportVault, 'base_asset_price_usd'> & { base_asset_price_usd: string | null } {
   return {
     ...vault.metadata,
     id: vault.id,

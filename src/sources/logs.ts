@@ -55,10 +55,28 @@ export class LogFetcher {
           }
           const a = log.args as Record<string, unknown>
           const addr = (k: string) => (a[k] as string).toLowerCase() as Address
-          if (log.eventName === 'Deposit') events.push({ ...base, type: 'deposit', sender: addr('sender'), owner: addr('owner'), assets: a.assets as bigint, shares: a.shares as bigint })
+          if (log.eventName === 'Deposit')
+            events.push({ ...base, type: 'deposit', sender: addr('sender'), owner: addr('owner'), assets: a.assets as bigint, shares: a.shares as bigint })
           else if (log.eventName === 'Withdraw')
-            events.push({ ...base, type: 'withdraw', sender: addr('sender'), receiver: addr('receiver'), owner: addr('owner'), assets: a.assets as bigint, shares: a.shares as bigint })
-          else events.push({ ...base, type: 'redeem_request', controller: addr('controller'), owner: addr('owner'), requestId: a.requestId as bigint, sender: addr('sender'), shares: a.shares as bigint })
+            events.push({
+              ...base,
+              type: 'withdraw',
+              sender: addr('sender'),
+              receiver: addr('receiver'),
+              owner: addr('owner'),
+              assets: a.assets as bigint,
+              shares: a.shares as bigint,
+            })
+          else
+            events.push({
+              ...base,
+              type: 'redeem_request',
+              controller: addr('controller'),
+              owner: addr('owner'),
+              requestId: a.requestId as bigint,
+              sender: addr('sender'),
+              shares: a.shares as bigint,
+            })
         }
         cursor = end + 1n
         this.successes++

@@ -1,6 +1,6 @@
 import { formatUnits } from 'viem'
-import { AMOUNT_SCALE, Decimal, formatAmount } from '../decimal.js'
-import type { ImportTransaction } from '../import.js'
+import { AMOUNT_SCALE, Decimal, formatAmount } from '../core/decimal.js'
+import type { ImportTransaction } from '../importer/document.js'
 import type { Address, VaultKind } from './config.js'
 
 // From vault events and vault states to the importer's record shapes (decisions §12). Pure: the
@@ -143,7 +143,15 @@ export function mapVaultEvents(input: {
     const base = { id, vault_id: vault.id, tx_hash: e.txHash.toLowerCase(), timestamp: at }
 
     if (e.type === 'deposit') {
-      out.set(id, { ...base, address: e.owner.toLowerCase(), type: 'deposit', status: 'completed', amount: amount(e.assets), shares: shares(e.shares), completed_at: at })
+      out.set(id, {
+        ...base,
+        address: e.owner.toLowerCase(),
+        type: 'deposit',
+        status: 'completed',
+        amount: amount(e.assets),
+        shares: shares(e.shares),
+        completed_at: at,
+      })
     } else if (e.type === 'redeem_request') {
       if (vault.kind !== 'erc7540') {
         warnings.push(`${id}: RedeemRequest from vault "${vault.id}", which is configured as ${vault.kind}: ignored`)
@@ -164,7 +172,15 @@ export function mapVaultEvents(input: {
       out.set(id, transaction)
       open.push({ transaction, controller: e.controller.toLowerCase() as Address, remainingShares: e.shares.toString() })
     } else if (vault.kind === 'erc4626') {
-      out.set(id, { ...base, address: e.owner.toLowerCase(), type: 'withdraw', status: 'completed', amount: amount(e.assets), shares: shares(e.shares), completed_at: at })
+      out.set(id, {
+        ...base,
+        address: e.owner.toLowerCase(),
+        type: 'withdraw',
+        status: 'completed',
+        amount: amount(e.assets),
+        shares: shares(e.shares),
+        completed_at: at,
+      })
     } else {
       // An ERC-7540 claim: Withdraw's owner is the request's controller.
       const controller = e.owner.toLowerCase()

@@ -171,7 +171,13 @@ export class ChainReader {
       const data = encodeFunctionData({
         abi: multicall3Abi,
         functionName: 'aggregate3',
-        args: [calls.map((c) => ({ target: c.address, allowFailure: true, callData: encodeFunctionData({ abi: vaultReadAbi, functionName: c.functionName, args: c.args } as never) }))],
+        args: [
+          calls.map((c) => ({
+            target: c.address,
+            allowFailure: true,
+            callData: encodeFunctionData({ abi: vaultReadAbi, functionName: c.functionName, args: c.args } as never),
+          })),
+        ],
       })
       try {
         const { data: returned } = await this.client.call({ to: multicall.address, data, blockNumber })
@@ -191,16 +197,14 @@ export class ChainReader {
     }
     return Promise.all(
       calls.map((c) =>
-        this.client
-          .readContract({ address: c.address, abi: vaultReadAbi, functionName: c.functionName, args: c.args, blockNumber } as never)
-          .then(
-            (v: unknown) => v,
-            (e: unknown) => {
-              // Only a call that will always fail is that call's answer; anything else is the node's.
-              if (isContractFailure(e)) return new Error(`${c.functionName}(): ${describeRpcError(e)}`)
-              throw e
-            },
-          ),
+        this.client.readContract({ address: c.address, abi: vaultReadAbi, functionName: c.functionName, args: c.args, blockNumber } as never).then(
+          (v: unknown) => v,
+          (e: unknown) => {
+            // Only a call that will always fail is that call's answer; anything else is the node's.
+            if (isContractFailure(e)) return new Error(`${c.functionName}(): ${describeRpcError(e)}`)
+            throw e
+          },
+        ),
       ),
     )
   }
@@ -211,7 +215,13 @@ export class ChainReader {
     let facts = this.facts.get(key)
     if (!facts) {
       facts = (async () => {
-        const [asset, vaultDecimals] = await this.calls([{ address: key, functionName: 'asset' }, { address: key, functionName: 'decimals' }], blockNumber)
+        const [asset, vaultDecimals] = await this.calls(
+          [
+            { address: key, functionName: 'asset' },
+            { address: key, functionName: 'decimals' },
+          ],
+          blockNumber,
+        )
         if (asset instanceof Error) throw new Error(`vault ${key}: asset() failed: ${asset.message}`)
         if (vaultDecimals instanceof Error) throw new Error(`vault ${key}: decimals() failed: ${vaultDecimals.message}`)
         const assetAddress = (asset as string).toLowerCase() as Address

@@ -2,17 +2,21 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db.js'
-import { importDocument } from '../../src/import.js'
-import { createLogger, logger, setLogger } from '../../src/log.js'
+import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db/client.js'
+import { importDocument } from '../../src/importer/write.js'
+import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { recordSql } from '../support/sql.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { classify, Tally } from './report.js'
+import { classify, Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
-const UNAVAILABLE = { status: 'error', error: { code: 'unavailable', message: 'The database is unavailable; try again shortly.' }, server_time_ms: expect.any(Number) }
+const UNAVAILABLE = {
+  status: 'error',
+  error: { code: 'unavailable', message: 'The database is unavailable; try again shortly.' },
+  server_time_ms: expect.any(Number),
+}
 
 /** The public routes under test, REST and GraphQL: each answers 200 while the database is fine. */
 const routes: [string, RequestInit?][] = [
@@ -21,7 +25,10 @@ const routes: [string, RequestInit?][] = [
   ['/v1/vaults/v1/composition'],
   [`/v1/users/${WALLET}/redeems`],
   [`/v1/users/${WALLET}/vaults/v1/transactions`],
-  ['/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ vault(id: "v1") { id tvl composition { asOf } } }' }) }],
+  [
+    '/graphql',
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ vault(id: "v1") { id tvl composition { asOf } } }' }) },
+  ],
 ]
 
 describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreachable, slow', () => {
@@ -32,7 +39,15 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
 
   // A small pool and short timeouts keep the scenarios fast; the behaviour is the same at the defaults.
   // No response cache: every request here must reach the database (the deadline test repeats one query).
-  const settings = { DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '2000', DB_IDLE_TIMEOUT_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '0', RESPONSE_CACHE_TTL_MS: '0' }
+  const settings = {
+    DB_POOL_MAX: '4',
+    DB_CONNECT_TIMEOUT_MS: '1000',
+    DB_STATEMENT_TIMEOUT_MS: '500',
+    REQUEST_TIMEOUT_MS: '2000',
+    DB_IDLE_TIMEOUT_MS: '60000',
+    RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
+    RESPONSE_CACHE_TTL_MS: '0',
+  }
 
   // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
   const previousLogger = logger
@@ -53,7 +68,13 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     await insertVault('v1')
     await insertVault('v2')
     await importDocument({
-      compositions: [{ vault_id: 'v1', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }] }],
+      compositions: [
+        {
+          vault_id: 'v1',
+          as_of: '2026-01-01T00:00:00.000Z',
+          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+        },
+      ],
     })
   })
   afterAll(async () => {
@@ -95,7 +116,12 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     expect(ready.status).toBe(503)
     expect(await ready.json()).toEqual(UNAVAILABLE)
     expect(answers.find((a) => a.body.status === 'error')!.body).toEqual(UNAVAILABLE)
-    expect(answers.find((a) => a.body.errors)!.body).toEqual({ data: { vault: null }, errors: [{ message: 'The database is unavailable; try again shortly.', locations: expect.any(Array), path: ['vault'], extensions: { code: 'unavailable' } }] })
+    expect(answers.find((a) => a.body.errors)!.body).toEqual({
+      data: { vault: null },
+      errors: [
+        { message: 'The database is unavailable; try again shortly.', locations: expect.any(Array), path: ['vault'], extensions: { code: 'unavailable' } },
+      ],
+    })
 
     await proxy.start()
     await expectHealthy('database back after stop')

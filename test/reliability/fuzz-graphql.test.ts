@@ -1,11 +1,11 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { importDocument } from '../../src/import.js'
+import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
-import { nastyJson, nastyString, runs, violation } from './fuzz.js'
-import { Tally } from './report.js'
+import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
+import { Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
 
@@ -14,16 +14,56 @@ const DOCUMENTED = [200, 400, 404, 406]
 
 /** Operations with every argument as a variable; the variables' values are then anything at all. */
 const operations: { query: string; vars: string[] }[] = [
-  { query: 'query($id: ID!) { vault(id: $id) { id name tvl sharePrice status inceptionDate composition { asOf positions { platform pct apyEstPct } } } }', vars: ['id'] },
-  { query: 'query($first: Int, $last: Int, $after: String, $before: String, $chain: String, $status: VaultStatus) { vaults(first: $first, last: $last, after: $after, before: $before, chain: $chain, status: $status) { edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage endCursor } } }', vars: ['first', 'last', 'after', 'before', 'chain', 'status'] },
-  { query: 'query($id: ID!, $t: CompositionTimeframe!, $g: CompositionGroupBy!) { vault(id: $id) { compositionSeries(timeframe: $t, groupBy: $g) { labels points { t weightsPct } } composition(groupBy: $g) { asOf } } }', vars: ['id', 't', 'g'] },
-  { query: 'query($a: String!, $v: ID!, $type: TransactionType, $first: Int, $after: String) { user(address: $a) { address transactions(vaultId: $v, type: $type, first: $first, after: $after) { edges { cursor node { id type amount timestamp } } pageInfo { hasNextPage endCursor } } } }', vars: ['a', 'v', 'type', 'first', 'after'] },
-  { query: 'query($a: String!, $v: ID!) { user(address: $a) { pendingRedeems { totalPending averageRedeemDelay pendingRedeems { vaultId amount } } position(vaultId: $v) { shareBalance positionValueUsd } } }', vars: ['a', 'v'] },
+  {
+    query: 'query($id: ID!) { vault(id: $id) { id name tvl sharePrice status inceptionDate composition { asOf positions { platform pct apyEstPct } } } }',
+    vars: ['id'],
+  },
+  {
+    query:
+      'query($first: Int, $last: Int, $after: String, $before: String, $chain: String, $status: VaultStatus) { vaults(first: $first, last: $last, after: $after, before: $before, chain: $chain, status: $status) { edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage endCursor } } }',
+    vars: ['first', 'last', 'after', 'before', 'chain', 'status'],
+  },
+  {
+    query:
+      'query($id: ID!, $t: CompositionTimeframe!, $g: CompositionGroupBy!) { vault(id: $id) { compositionSeries(timeframe: $t, groupBy: $g) { labels points { t weightsPct } } composition(groupBy: $g) { asOf } } }',
+    vars: ['id', 't', 'g'],
+  },
+  {
+    query:
+      'query($a: String!, $v: ID!, $type: TransactionType, $first: Int, $after: String) { user(address: $a) { address transactions(vaultId: $v, type: $type, first: $first, after: $after) { edges { cursor node { id type amount timestamp } } pageInfo { hasNextPage endCursor } } } }',
+    vars: ['a', 'v', 'type', 'first', 'after'],
+  },
+  {
+    query:
+      'query($a: String!, $v: ID!) { user(address: $a) { pendingRedeems { totalPending averageRedeemDelay pendingRedeems { vaultId amount } } position(vaultId: $v) { shareBalance positionValueUsd } } }',
+    vars: ['a', 'v'],
+  },
 ]
 
 /** Values that reach the resolvers (a real id, a valid enum), mixed with anything JSON can hold. */
 const value = fc.oneof(
-  { weight: 2, arbitrary: fc.constantFrom('v1', 'v2', WALLET, WALLET.toUpperCase().replace('0X', '0x'), 'P7D', 'ALL', 'platform', 'asset', 'deposit', 'redeem', 'active', 1, 50, 200, 201, 0, -1) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      'v1',
+      'v2',
+      WALLET,
+      WALLET.toUpperCase().replace('0X', '0x'),
+      'P7D',
+      'ALL',
+      'platform',
+      'asset',
+      'deposit',
+      'redeem',
+      'active',
+      1,
+      50,
+      200,
+      201,
+      0,
+      -1,
+    ),
+  },
   { weight: 3, arbitrary: nastyJson },
 )
 
@@ -35,7 +75,8 @@ const withVariables = fc.record({
 /** The same operations with the values written into the document as literals (JSON strings and numbers are GraphQL literals). */
 // Objects are written as their JSON text: String() throws on objects without a prototype (fast-check makes them).
 const text = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))
-const literal = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[A-Z_][A-Z0-9_]*$/.test(v) ? v : JSON.stringify(text(v)))
+const literal = (v: unknown) =>
+  typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[A-Z_][A-Z0-9_]*$/.test(v) ? v : JSON.stringify(text(v))
 const inline = withVariables.map(({ op, values }) => {
   let i = 0
   return { query: op.query.replace(/^query\([^)]*\)/, 'query').replace(/\$\w+/g, () => literal(values[i++ % values.length] ?? 'v1')) }
@@ -44,8 +85,27 @@ const inline = withVariables.map(({ op, values }) => {
 /** Whole request bodies that are not what a client should send. */
 const oddBodies = fc.oneof(
   fc.record({ query: nastyString }, { requiredKeys: [] }),
-  fc.record({ query: fc.constantFrom('{ vault(id: "v1") { id } }', 'mutation { x }', 'subscription { x }', '{ __schema { types { name } } }', 'query A { __typename } query B { __typename }'), operationName: fc.option(nastyString), variables: nastyJson, extensions: nastyJson }),
-  fc.record({ query: fc.constantFrom('{ vault(id: "v1") { id ...F } } fragment F on Vault { ...F }', '{ vault(id: "v1") { id @skip } }', `{ ${'vault(id: "v1") { id } '.repeat(3)} }`, '{ vault(id: 1.5) { id } }', '{ vault(id: "\\u0000") { id } }') }),
+  fc.record({
+    query: fc.constantFrom(
+      '{ vault(id: "v1") { id } }',
+      'mutation { x }',
+      'subscription { x }',
+      '{ __schema { types { name } } }',
+      'query A { __typename } query B { __typename }',
+    ),
+    operationName: fc.option(nastyString),
+    variables: nastyJson,
+    extensions: nastyJson,
+  }),
+  fc.record({
+    query: fc.constantFrom(
+      '{ vault(id: "v1") { id ...F } } fragment F on Vault { ...F }',
+      '{ vault(id: "v1") { id @skip } }',
+      `{ ${'vault(id: "v1") { id } '.repeat(3)} }`,
+      '{ vault(id: 1.5) { id } }',
+      '{ vault(id: "\\u0000") { id } }',
+    ),
+  }),
   nastyJson.map((v) => ({ query: v })),
 )
 
@@ -56,10 +116,38 @@ describe(`GraphQL under random input (${testBackend})`, () => {
     await insertVault('v1')
     await insertVault('v2', { status: 'paused' })
     await importDocument({
-      compositions: [{ vault_id: 'v1', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }] }],
+      compositions: [
+        {
+          vault_id: 'v1',
+          as_of: '2026-01-01T00:00:00.000Z',
+          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+        },
+      ],
       transactions: [
-        { id: 't1', vault_id: 'v1', address: WALLET, type: 'deposit', status: 'completed', amount: '100', shares: '99', timestamp: '2026-01-02T00:00:00.000Z', completed_at: '2026-01-02T00:01:00.000Z', tx_hash: `0x${'1'.repeat(64)}` },
-        { id: 't2', vault_id: 'v1', address: WALLET, type: 'redeem', status: 'pending', amount: '5', shares: '5', timestamp: '2026-01-03T00:00:00.000Z', completed_at: null, tx_hash: `0x${'2'.repeat(64)}` },
+        {
+          id: 't1',
+          vault_id: 'v1',
+          address: WALLET,
+          type: 'deposit',
+          status: 'completed',
+          amount: '100',
+          shares: '99',
+          timestamp: '2026-01-02T00:00:00.000Z',
+          completed_at: '2026-01-02T00:01:00.000Z',
+          tx_hash: `0x${'1'.repeat(64)}`,
+        },
+        {
+          id: 't2',
+          vault_id: 'v1',
+          address: WALLET,
+          type: 'redeem',
+          status: 'pending',
+          amount: '5',
+          shares: '5',
+          timestamp: '2026-01-03T00:00:00.000Z',
+          completed_at: null,
+          tx_hash: `0x${'2'.repeat(64)}`,
+        },
       ],
     })
   })
@@ -78,10 +166,17 @@ describe(`GraphQL under random input (${testBackend})`, () => {
   it('answers arguments of any type and size with data or coded errors, never internal or a stack', async () => {
     const tally = new Tally('GraphQL fuzz (variables and literals)')
     await fc.assert(
-      fc.asyncProperty(fc.oneof(withVariables.map(({ op, values }) => ({ query: op.query, variables: Object.fromEntries(op.vars.map((name, i) => [name, values[i]])) })), inline), accept, async (body, acc) => {
-        const res = await send(body, tally, acc)
-        expect(await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED }), JSON.stringify(body).slice(0, 500)).toBeUndefined()
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          withVariables.map(({ op, values }) => ({ query: op.query, variables: Object.fromEntries(op.vars.map((name, i) => [name, values[i]])) })),
+          inline,
+        ),
+        accept,
+        async (body, acc) => {
+          const res = await send(body, tally, acc)
+          expect(await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED }), JSON.stringify(body).slice(0, 500)).toBeUndefined()
+        },
+      ),
       runs(300),
     )
     tally.print()

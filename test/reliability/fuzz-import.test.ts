@@ -2,8 +2,8 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
-import { nastyJson, nastyString, runs, violation } from './fuzz.js'
-import { classify, Tally } from './report.js'
+import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
+import { classify, Tally } from '../support/report.js'
 
 const ADMIN_TOKEN = 'fuzz-admin-token-0123456789'
 const WALLET = '0x00000000000000000000000000000000000000b1'
@@ -35,16 +35,36 @@ const valid = () => ({
       strategy_brief: 'None.',
     },
   ],
-  compositions: [{ vault_id: 'fz1', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }] }],
+  compositions: [
+    {
+      vault_id: 'fz1',
+      as_of: '2026-01-01T00:00:00.000Z',
+      positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+    },
+  ],
   transactions: [
-    { id: 'ft1', vault_id: 'fz1', address: WALLET, type: 'deposit', status: 'completed', amount: '100', shares: '99', timestamp: '2026-01-02T00:00:00.000Z', completed_at: '2026-01-02T00:01:00.000Z', tx_hash: `0x${'1'.repeat(64)}` },
+    {
+      id: 'ft1',
+      vault_id: 'fz1',
+      address: WALLET,
+      type: 'deposit',
+      status: 'completed',
+      amount: '100',
+      shares: '99',
+      timestamp: '2026-01-02T00:00:00.000Z',
+      completed_at: '2026-01-02T00:01:00.000Z',
+      tx_hash: `0x${'1'.repeat(64)}`,
+    },
   ],
 })
 
 /** Every path to a leaf (or a container) of a JSON value. */
 function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
   const out: (string | number)[][] = [prefix]
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...paths(v, [...prefix, i])))
+  if (Array.isArray(value))
+    value.forEach((v, i) => {
+      out.push(...paths(v, [...prefix, i]))
+    })
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...prefix, k]))
   return out
 }
@@ -61,9 +81,9 @@ function setAt(doc: any, path: (string | number)[], v: unknown) {
 /** Amounts, dates, addresses and ids at and past their limits. */
 const edgeValue = fc.oneof(
   fc.constantFrom(
-    '1' + '0'.repeat(60),
-    '9'.repeat(60) + '.' + '9'.repeat(18),
-    '0.' + '0'.repeat(18) + '1',
+    `1${'0'.repeat(60)}`,
+    `${'9'.repeat(60)}.${'9'.repeat(18)}`,
+    `0.${'0'.repeat(18)}1`,
     '-1',
     '-0',
     '1e5',
@@ -104,7 +124,10 @@ const mutated = fc.array(fc.tuple(fc.constantFrom(...PATHS), fc.option(edgeValue
 const body = fc.oneof(
   { weight: 4, arbitrary: mutated },
   { weight: 1, arbitrary: nastyJson.map((v) => JSON.stringify(v) ?? '') },
-  { weight: 1, arbitrary: fc.record({ vaults: nastyJson, compositions: nastyJson, transactions: nastyJson }, { requiredKeys: [] }).map((v) => JSON.stringify(v)) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ vaults: nastyJson, compositions: nastyJson, transactions: nastyJson }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+  },
   { weight: 1, arbitrary: fc.oneof(nastyString, fc.constantFrom('{', '{"vaults":[', '\u0000', 'null')) },
 )
 
@@ -115,10 +138,15 @@ describe(`the import document under random input (${testBackend})`, () => {
   })
   afterAll(() => t.close())
 
-  const post = (b: string) => t.request('/admin/import', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: b })
+  const post = (b: string) =>
+    t.request('/admin/import', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: b })
 
   it('imports the document or refuses it whole with bad_request, never a 500', async () => {
-    expect((await classify(await post(JSON.stringify(valid())))).body).toEqual({ status: 'ok', data: { vaults: 1, compositions: 1, transactions: 1 }, server_time_ms: expect.any(Number) })
+    expect((await classify(await post(JSON.stringify(valid())))).body).toEqual({
+      status: 'ok',
+      data: { vaults: 1, compositions: 1, transactions: 1 },
+      server_time_ms: expect.any(Number),
+    })
     const tally = new Tally('import fuzz')
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
@@ -126,7 +154,12 @@ describe(`the import document under random input (${testBackend})`, () => {
         tally.add(res.status)
         const copy = res.clone()
         expect(await violation(res, { graphql: false, method: 'POST', allowed: [200, 400] }), b.slice(0, 400)).toBeUndefined()
-        if (res.status === 200) expect(await copy.json()).toEqual({ status: 'ok', data: { vaults: expect.any(Number), compositions: expect.any(Number), transactions: expect.any(Number) }, server_time_ms: expect.any(Number) })
+        if (res.status === 200)
+          expect(await copy.json()).toEqual({
+            status: 'ok',
+            data: { vaults: expect.any(Number), compositions: expect.any(Number), transactions: expect.any(Number) },
+            server_time_ms: expect.any(Number),
+          })
       }),
       runs(150),
     )

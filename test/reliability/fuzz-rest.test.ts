@@ -1,11 +1,11 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { importDocument } from '../../src/import.js'
+import { importDocument } from '../../src/importer/write.js'
 import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from '../support/keys.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
-import { nastyJson, nastyString, runs, violation } from './fuzz.js'
-import { Tally } from './report.js'
+import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
+import { Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
 
@@ -43,18 +43,48 @@ const segment = fc.oneof(
 
 const queryKey = fc.oneof(fc.constantFrom('limit', 'cursor', 'type', 'group_by', 'timeframe', 'chain', 'status'), fc.webSegment())
 const queryValue = fc.oneof(
-  fc.constantFrom('1', '200', '201', '0', '-1', '50.5', '1e2', '007', '9007199254740993', 'deposit', 'redeem', 'asset', 'platform', '7d', '1y', 'all', 'active', ''),
+  fc.constantFrom(
+    '1',
+    '200',
+    '201',
+    '0',
+    '-1',
+    '50.5',
+    '1e2',
+    '007',
+    '9007199254740993',
+    'deposit',
+    'redeem',
+    'asset',
+    'platform',
+    '7d',
+    '1y',
+    'all',
+    'active',
+    '',
+  ),
   nastyString,
 )
-const query = fc.array(fc.tuple(queryKey, queryValue, fc.boolean()), { maxLength: 5 }).map((pairs) =>
-  pairs.length === 0 ? '' : `?${pairs.map(([k, v, raw]) => (raw ? `${k}=${v}` : `${encode(k)}=${encode(v)}`)).join('&')}`,
-)
+const query = fc
+  .array(fc.tuple(queryKey, queryValue, fc.boolean()), { maxLength: 5 })
+  .map((pairs) => (pairs.length === 0 ? '' : `?${pairs.map(([k, v, raw]) => (raw ? `${k}=${v}` : `${encode(k)}=${encode(v)}`)).join('&')}`))
 
 const headers = fc.record(
   {
-    'content-type': fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', '*/*', ''),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=latin1',
+      '*/*',
+      '',
+    ),
     accept: fc.constantFrom('application/json', 'text/html', '*/*', 'application/xml', 'nonsense', ''),
-    'if-none-match': fc.oneof(fc.constantFrom('*', 'W/"x"', '"', ''), nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, ''))),
+    'if-none-match': fc.oneof(
+      fc.constantFrom('*', 'W/"x"', '"', ''),
+      nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, '')),
+    ),
     'x-request-id': nastyString.map((s) => s.replace(/[^\x20-\x7e]/g, '')),
     authorization: fc.oneof(
       fc.constantFrom(`Bearer ${ADMIN_TOKEN}`, `Bearer ${INTERNAL_TOKEN}`, 'SESSION', 'Bearer ', 'Basic abc', 'Bearer a.b.c'),
@@ -96,10 +126,38 @@ describe(`REST under random input (${testBackend})`, () => {
     await insertVault('v1')
     await insertVault('v2', { status: 'paused' })
     await importDocument({
-      compositions: [{ vault_id: 'v1', as_of: '2026-01-01T00:00:00.000Z', positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }] }],
+      compositions: [
+        {
+          vault_id: 'v1',
+          as_of: '2026-01-01T00:00:00.000Z',
+          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+        },
+      ],
       transactions: [
-        { id: 't1', vault_id: 'v1', address: WALLET, type: 'deposit', status: 'completed', amount: '100', shares: '99', timestamp: '2026-01-02T00:00:00.000Z', completed_at: '2026-01-02T00:01:00.000Z', tx_hash: `0x${'1'.repeat(64)}` },
-        { id: 't2', vault_id: 'v1', address: WALLET, type: 'redeem', status: 'pending', amount: '5', shares: '5', timestamp: '2026-01-03T00:00:00.000Z', completed_at: null, tx_hash: `0x${'2'.repeat(64)}` },
+        {
+          id: 't1',
+          vault_id: 'v1',
+          address: WALLET,
+          type: 'deposit',
+          status: 'completed',
+          amount: '100',
+          shares: '99',
+          timestamp: '2026-01-02T00:00:00.000Z',
+          completed_at: '2026-01-02T00:01:00.000Z',
+          tx_hash: `0x${'1'.repeat(64)}`,
+        },
+        {
+          id: 't2',
+          vault_id: 'v1',
+          address: WALLET,
+          type: 'redeem',
+          status: 'pending',
+          amount: '5',
+          shares: '5',
+          timestamp: '2026-01-03T00:00:00.000Z',
+          completed_at: null,
+          tx_hash: `0x${'2'.repeat(64)}`,
+        },
       ],
     })
   })

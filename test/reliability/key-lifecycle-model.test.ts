@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEY_LIFETIME_MS } from '../../src/keys/format.js'
 import { testBackend } from '../support/db.js'
 import { ADMIN_TOKEN, createKeysTestApp, manualClock, type KeysTestApp } from '../support/keys.js'
-import { runs } from './fuzz.js'
-import { Tally } from './report.js'
+import { runs } from '../support/fuzz.js'
+import { Tally } from '../support/report.js'
 
 // Random sequences of key operations over a few wallets, each answer compared with what a small
 // in-memory model of the rules (spec §4, decisions.md §7) says it must be.
@@ -38,12 +38,25 @@ function revokeCurrent(m: Model, wallet: string, reason: RevokeReason): KeyModel
   if (k) k.revoked = k.expiresAt <= m.now ? 'expired' : reason
   return k
 }
-const record = (k: KeyModel) => ({ id: k.id, keyPrefix: k.apiKey.slice(0, k.apiKey.lastIndexOf('_')), createdAtMs: k.createdAt, expiresAtMs: k.expiresAt, revokedAtMs: null })
-const notWhitelisted = { status: 'error', error: { code: 'not_whitelisted', message: 'This wallet is not on the allowlist.' }, server_time_ms: expect.any(Number) }
+const record = (k: KeyModel) => ({
+  id: k.id,
+  keyPrefix: k.apiKey.slice(0, k.apiKey.lastIndexOf('_')),
+  createdAtMs: k.createdAt,
+  expiresAtMs: k.expiresAt,
+  revokedAtMs: null,
+})
+const notWhitelisted = {
+  status: 'error',
+  error: { code: 'not_whitelisted', message: 'This wallet is not on the allowlist.' },
+  server_time_ms: expect.any(Number),
+}
 const ok = (data: unknown) => ({ status: 'ok', data, server_time_ms: expect.any(Number) })
 
 class Create implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly w: number, readonly prefix: string | undefined) {}
+  constructor(
+    readonly w: number,
+    readonly prefix: string | undefined,
+  ) {}
   check = () => true
   async run(m: Model, r: Real) {
     const wallet = r.wallets[this.w]!
@@ -55,7 +68,16 @@ class Create implements fc.AsyncCommand<Model, Real> {
     }
     const prefix = this.prefix ?? 'vaultgate'
     expect(res.status).toBe(200)
-    expect(res.body).toEqual(ok({ id: expect.any(String), keyPrefix: prefix, createdAtMs: m.now, expiresAtMs: m.now + KEY_LIFETIME_MS, revokedAtMs: null, apiKey: expect.stringMatching(new RegExp(`^${prefix}_[^_]{32,}$`)) }))
+    expect(res.body).toEqual(
+      ok({
+        id: expect.any(String),
+        keyPrefix: prefix,
+        createdAtMs: m.now,
+        expiresAtMs: m.now + KEY_LIFETIME_MS,
+        revokedAtMs: null,
+        apiKey: expect.stringMatching(new RegExp(`^${prefix}_[^_]{32,}$`)),
+      }),
+    )
     revokeCurrent(m, wallet, 'replaced')
     m.keys.push({ id: res.body.data.id, apiKey: res.body.data.apiKey, wallet, createdAt: m.now, expiresAt: m.now + KEY_LIFETIME_MS, revoked: null })
   }
@@ -140,12 +162,17 @@ class Verify implements fc.AsyncCommand<Model, Real> {
     expect(res.status).toBe(200)
     if (!k) return void expect(res.body.data).toEqual({ active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' })
     const reason =
-      k.revoked === 'expired' ? 'expired'
-      : k.revoked === 'allowlist_removed' ? 'not_whitelisted'
-      : k.revoked !== null ? 'revoked'
-      : m.now >= k.expiresAt ? 'expired'
-      : !m.listed[k.wallet] ? 'not_whitelisted'
-      : null
+      k.revoked === 'expired'
+        ? 'expired'
+        : k.revoked === 'allowlist_removed'
+          ? 'not_whitelisted'
+          : k.revoked !== null
+            ? 'revoked'
+            : m.now >= k.expiresAt
+              ? 'expired'
+              : !m.listed[k.wallet]
+                ? 'not_whitelisted'
+                : null
     expect(res.body.data).toEqual({ active: reason === null, wallet: k.wallet, keyId: k.id, expiresAtMs: k.expiresAt, reason })
   }
   toString = () => `verify(#${this.pick})`
@@ -170,7 +197,10 @@ describe(`API key lifecycle against a model (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    t = await createKeysTestApp({ clock: time.clock, env: { RATE_LIMIT_PUBLIC_PER_MINUTE: '0', RATE_LIMIT_KEYS_PER_MINUTE: '0', RATE_LIMIT_VERIFY_PER_MINUTE: '0' } })
+    t = await createKeysTestApp({
+      clock: time.clock,
+      env: { RATE_LIMIT_PUBLIC_PER_MINUTE: '0', RATE_LIMIT_KEYS_PER_MINUTE: '0', RATE_LIMIT_VERIFY_PER_MINUTE: '0' },
+    })
   })
   afterAll(() => t.close())
 
@@ -185,7 +215,10 @@ describe(`API key lifecycle against a model (${testBackend})`, () => {
         await t.db.prisma.allowlistEntry.createMany({ data: wallets.map((address) => ({ address })) })
         const model: Model = { now: time.now(), listed: Object.fromEntries(wallets.map((a) => [a, true])), keys: [] }
         const real: Real = { t, advance: time.advance, wallets, tally }
-        await fc.asyncModelRun(() => ({ model, real }), [...cmds].map((c) => wrapWithInvariant(c)))
+        await fc.asyncModelRun(
+          () => ({ model, real }),
+          [...cmds].map((c) => wrapWithInvariant(c)),
+        )
       }),
       runs(50),
     )

@@ -5,13 +5,13 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { openDatabase, sqlObservers, type Database } from '../../src/db.js'
-import { createLogger, logger, setLogger } from '../../src/log.js'
+import { openDatabase, sqlObservers, type Database } from '../../src/db/client.js'
+import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { jwksOf, signSession, testKey, type TestKey } from '../support/jwt.js'
 import { INTERNAL_TOKEN } from '../support/keys.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { classify, Tally } from './report.js'
+import { classify, Tally } from '../support/report.js'
 
 const W = '0x7000000000000000000000000000000000000007'
 
@@ -68,11 +68,25 @@ describe.runIf(testBackend === 'postgres')('key rotation interrupted by a databa
 
   const call = (p: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${p}`, init))
   const create = async () =>
-    classify(await call('/v1/apiKey', { method: 'POST', headers: { authorization: `Bearer ${await signSession(signer, { wallets: [W] })}`, 'content-type': 'application/json' }, body: '{}' }))
+    classify(
+      await call('/v1/apiKey', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await signSession(signer, { wallets: [W] })}`, 'content-type': 'application/json' },
+        body: '{}',
+      }),
+    )
   const activeKeys = async () =>
     (await direct.query<{ id: string }>('SELECT id FROM api_keys WHERE wallet = $1 AND revoked_at IS NULL AND expires_at > now()', [W])).rows.map((r) => r.id)
   const verify = async (apiKey: string) =>
-    (await classify(await call('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) }))).body.data
+    (
+      await classify(
+        await call('/internal/v1/apiKey/verify', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ apiKey }),
+        }),
+      )
+    ).body.data
 
   /** Runs a create whose database connections are cut right after its `n`-th statement. */
   async function createCutAfter(n: number) {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { digestOf } from '../../src/keys/format.js'
-import { createLogger, logger, setLogger } from '../../src/log.js'
+import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { testBackend } from '../support/db.js'
 import { rawJwt, signSession } from '../support/jwt.js'
 import { createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
@@ -19,12 +19,26 @@ describe(`secrets in logs (${testBackend})`, () => {
   const time = manualClock()
   let t: KeysTestApp
   beforeAll(async () => {
-    setLogger(createLogger('trace', new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) })))
-    t = await createKeysTestApp({ clock: time.clock, allowlist: [W], env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' } })
+    setLogger(
+      createLogger(
+        'trace',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            chunks.push(String(chunk))
+            done()
+          },
+        }),
+      ),
+    )
+    t = await createKeysTestApp({
+      clock: time.clock,
+      allowlist: [W],
+      env: { RATE_LIMIT_KEYS_PER_MINUTE: '6', RATE_LIMIT_VERIFY_PER_MINUTE: '4', SLOW_QUERY_MS: '0' },
+    })
   })
   afterAll(async () => {
     setLogger(previous)
-    await t.close()
+    await t.app.close() // the test closed the database itself
   })
 
   const secrets = new Set<string>()
@@ -33,7 +47,13 @@ describe(`secrets in logs (${testBackend})`, () => {
   }
   function rememberKey(key: string) {
     const digest = digestOf(key)
-    remember(key, key.slice(key.lastIndexOf('_') + 1), digest, Buffer.from(digest, 'hex').toString('base64'), createHash('sha256').update(key).digest('base64url'))
+    remember(
+      key,
+      key.slice(key.lastIndexOf('_') + 1),
+      digest,
+      Buffer.from(digest, 'hex').toString('base64'),
+      createHash('sha256').update(key).digest('base64url'),
+    )
   }
 
   it('holds no raw key, digest, session token or service token, whatever happens', async () => {
@@ -58,19 +78,31 @@ describe(`secrets in logs (${testBackend})`, () => {
     await keep(await t.verify(first.body.data.apiKey))
 
     // Refusals: forged, unsigned, expired and malformed tokens; a near-miss key; a wrong service token.
-    const forged = jwt.slice(0, -6) + 'AAAAAA'
+    const forged = `${jwt.slice(0, -6)}AAAAAA`
     const unsigned = rawJwt({ alg: 'none', typ: 'JWT' }, { wallets: [W], exp: 9_999_999_999 })
     const expired = await signSession(t.signer, { wallets: [W] }, { now: time.now() - 7_200_000 })
     remember(forged, unsigned, expired)
     for (const token of [forged, unsigned, expired, 'not-a-jwt-at-all-0123456789']) {
       await keep(await t.request('/v1/apiKey', { headers: { authorization: `Bearer ${token}` } }))
-      await keep(await t.request('/graphql', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"query":"{ apiKey { id } }"}' }))
+      await keep(
+        await t.request('/graphql', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: '{"query":"{ apiKey { id } }"}',
+        }),
+      )
     }
     const nearMiss = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
     rememberKey(nearMiss)
     await keep(await t.verify(nearMiss))
     remember('wrong-internal-token-0123456789')
-    await keep(await t.request('/internal/v1/apiKey/verify', { method: 'POST', headers: { authorization: 'Bearer wrong-internal-token-0123456789', 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: key }) }))
+    await keep(
+      await t.request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: 'Bearer wrong-internal-token-0123456789', 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: key }),
+      }),
+    )
     // A raw key sent where it does not belong: as a key prefix, and as a cursor.
     await keep(await t.create(W, { keyPrefix: key }))
     await keep(await t.request(`/v1/vaults?cursor=${encodeURIComponent(key)}`))
@@ -92,13 +124,22 @@ describe(`secrets in logs (${testBackend})`, () => {
     time.advance(31 * 86_400_000)
     await keep(await t.verify(first.body.data.apiKey))
     await keep(await t.request('/metrics'))
+    // Verification with the database gone: it fails closed, and says so in the log.
+    await t.db.close()
+    time.advance(30_000)
+    const closed = await t.verify(nearMiss)
+    expect(closed.status).toBe(503)
+    await keep(closed)
 
     const log = chunks.join('')
+    // The failures are logged (without their secrets): the failed create, the verification that could not read.
+    expect(log).toContain('resolver failed')
+    expect(log).toContain('API key verification unavailable')
     let bytesFound = 0
     const found: string[] = []
     for (const s of secrets) {
       const hits = log.split(s).length - 1
-      if (hits > 0) found.push(s.slice(0, 8) + '…')
+      if (hits > 0) found.push(`${s.slice(0, 8)}…`)
       bytesFound += hits * s.length
     }
     // Only the create answers carry the raw key; no other answer carries a key, digest or token.

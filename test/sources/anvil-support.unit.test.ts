@@ -1,6 +1,6 @@
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { packageRoot } from '../../src/paths.js'
+import { packageRoot } from '../../src/core/paths.js'
 import { ANVIL_BIN, anvilSkipReason, anvilSuiteTitle } from '../support/anvil.js'
 
 // When the anvil suites run, skip, or fail: the npm registry here serves only the linux x64 binary.

@@ -4,13 +4,21 @@ import path from 'node:path'
 import type { Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkSources } from '../../src/sources/check.js'
-import { anvilSkipReason, anvilSuiteTitle, CHAIN_ID, countingTransport, startAnvil, TestChain, type Anvil, type Deployment } from '../support/anvil.js'
+import { anvilSkip, anvilSuiteTitle, CHAIN_ID, countingTransport, startAnvil, TestChain, type Anvil, type Deployment } from '../support/anvil.js'
 
 // `checkSources` (behind `vaultgate sources check`) against real contracts on a real anvil.
 
-const skip = anvilSkipReason()
+const skip = anvilSkip()
 
-const meta = (id: string) => ({ id, name: `Vault ${id}`, symbol: 'V', base_asset: 'tUSD', status: 'active', perf_fee_bps: 1000, api_endpoint: 'https://example.test/api' })
+const meta = (id: string) => ({
+  id,
+  name: `Vault ${id}`,
+  symbol: 'V',
+  base_asset: 'tUSD',
+  status: 'active',
+  perf_fee_bps: 1000,
+  api_endpoint: 'https://example.test/api',
+})
 
 describe.skipIf(skip)(anvilSuiteTitle('sources check (anvil)', skip), () => {
   let anvil: Anvil
@@ -78,14 +86,19 @@ describe.skipIf(skip)(anvilSuiteTitle('sources check (anvil)', skip), () => {
       {
         level: 'error',
         path: 'vaults[2].kind',
-        message: 'is "erc7540", but the contract is not an ERC-7540 vault: supportsInterface(0x620ee8e4) is not true and pendingRedeemRequest() does not answer',
+        message:
+          'is "erc7540", but the contract is not an ERC-7540 vault: supportsInterface(0x620ee8e4) is not true and pendingRedeemRequest() does not answer',
       },
       {
         level: 'info',
         path: 'vaults[2]',
         message: `"not-async": ERC-4626 vault over asset ${second.asset} (6 decimals, shares 18); at block ${head}: tvl 0, share price 1`,
       },
-      { level: 'warning', path: 'vaults[3].kind', message: 'is "erc4626", but the contract has ERC-7540 asynchronous redeems: its RedeemRequest events would be ignored' },
+      {
+        level: 'warning',
+        path: 'vaults[3].kind',
+        message: 'is "erc4626", but the contract has ERC-7540 asynchronous redeems: its RedeemRequest events would be ignored',
+      },
       {
         level: 'info',
         path: 'vaults[3]',
@@ -101,7 +114,7 @@ describe.skipIf(skip)(anvilSuiteTitle('sources check (anvil)', skip), () => {
     expect(JSON.stringify(findings)).not.toContain('SECRET')
   })
 
-  it('reports the file\'s problems with their paths and asks no chain', async () => {
+  it("reports the file's problems with their paths and asks no chain", async () => {
     const f = await file({
       chains: { anvil: { chain_id: CHAIN_ID, rpc_url: anvil.url, confirmations: -1 } },
       vaults: [{ ...meta('v'), chain: 'anvil', address: first.vault, kind: 'erc4626', from_block: 0, perf_fee_bps: -5 }],

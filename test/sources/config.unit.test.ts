@@ -37,7 +37,7 @@ function problems(doc: unknown): string[] {
 }
 
 describe('sources file (VAULT_SOURCES_FILE)', () => {
-  it('applies the defaults of decisions §12 and the importer\'s canonical form', () => {
+  it("applies the defaults of decisions §12 and the importer's canonical form", () => {
     expect(parseSourcesConfig(minimal)).toEqual({
       chains: {
         ethereum: {
@@ -69,7 +69,12 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
             perf_fee_bps: 1000,
             mgmt_fee_bps: null,
             deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
-            withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
+            withdraw_constraints: {
+              instant_liquidity: null,
+              instant_slippage_max_bps: null,
+              redeem_24h_threshold_pct_of_aum: null,
+              redeem_48h_above_threshold: null,
+            },
             icons: { dark: null, light: null },
             api_endpoint: 'https://vaults.example/usdc-prime',
             description: null,
@@ -85,7 +90,15 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
   it('keeps every optional setting and metadata field given, canonicalised as the importer does', () => {
     const config = parseSourcesConfig({
       chains: {
-        base: { chain_id: 8453, rpc_url: 'http://10.0.0.5:8545', confirmations: 0, poll_interval_ms: 1000, multicall3_address: null, requests_per_second: 2.5, max_block_range: 500 },
+        base: {
+          chain_id: 8453,
+          rpc_url: 'http://10.0.0.5:8545',
+          confirmations: 0,
+          poll_interval_ms: 1000,
+          multicall3_address: null,
+          requests_per_second: 2.5,
+          max_block_range: 500,
+        },
       },
       vaults: [
         {
@@ -120,7 +133,12 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
       base_asset_price_usd: '1',
       mgmt_fee_bps: 50,
       deposit_constraints: { max_deposit: '1000000.5', min_deposit: null, paused: false },
-      withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: 12.5, redeem_48h_above_threshold: null },
+      withdraw_constraints: {
+        instant_liquidity: true,
+        instant_slippage_max_bps: null,
+        redeem_24h_threshold_pct_of_aum: 12.5,
+        redeem_48h_above_threshold: null,
+      },
       icons: { dark: 'https://cdn.example/d.svg', light: null },
       description: 'Lends USDC.',
       inception_date: '2025-02-28',
@@ -136,7 +154,7 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
     })
   })
 
-  it('names every problem with its JSON path, its own rules and the importer\'s alike', () => {
+  it("names every problem with its JSON path, its own rules and the importer's alike", () => {
     expect(
       problems({
         chains: {
@@ -181,6 +199,9 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
     expect(problems({ ...minimal, vaults: [minimalVault, { ...minimalVault, address: VAULT.replace('1', '2') }] })).toEqual([
       'vaults[1].id: duplicate id "usdc-prime" (first at vaults[0])',
     ])
+    expect(problems({ ...minimal, vaults: [{ ...minimalVault, deposit_constraints: { min_deposit: '10', max_deposit: '9.5' } }] })).toEqual([
+      'vaults[0].deposit_constraints.min_deposit: must not exceed max_deposit',
+    ])
     expect(problems({ ...minimal, vaults: [minimalVault, { ...minimalVault, id: 'again', address: VAULT.toLowerCase() }] })).toEqual([
       'vaults[1].address: is also the address of vaults[0] on ethereum',
     ])
@@ -211,7 +232,9 @@ describe('sources file (VAULT_SOURCES_FILE)', () => {
       const broken = path.join(dir, 'broken.json')
       await writeFile(broken, '{"chains": {,}')
       await expect(loadSourcesFile(broken)).rejects.toThrow(new RegExp(`^Invalid sources file ${broken}:\\n  not valid JSON: `))
-      await expect(loadSourcesFile(path.join(dir, 'none.json'))).rejects.toThrow(`Invalid sources file ${path.join(dir, 'none.json')}:\n  the file does not exist`)
+      await expect(loadSourcesFile(path.join(dir, 'none.json'))).rejects.toThrow(
+        `Invalid sources file ${path.join(dir, 'none.json')}:\n  the file does not exist`,
+      )
       const bad = path.join(dir, 'bad.json')
       await writeFile(bad, JSON.stringify({ ...minimal, vaults: [{ ...minimalVault, kind: 'x' }] }))
       await expect(loadSourcesFile(bad)).rejects.toThrow(`Invalid sources file ${bad}:\n  vaults[0].kind: must be one of "erc4626", "erc7540"`)

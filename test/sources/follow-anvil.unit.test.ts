@@ -1,12 +1,12 @@
 import { toEventSelector, type Address, type TransactionReceipt } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ImportTransaction } from '../../src/import.js'
+import type { ImportTransaction } from '../../src/importer/document.js'
 import { collectRange, nextRange, type FollowedVault, type VaultProgress } from '../../src/sources/collect.js'
 import type { SourceChain } from '../../src/sources/config.js'
 import { LogFetcher } from '../../src/sources/logs.js'
 import type { BlockRef, VaultSnapshot } from '../../src/sources/mapping.js'
 import { ChainReader } from '../../src/sources/reader.js'
-import { anvilSkipReason, anvilSuiteTitle, CHAIN_ID, countingTransport, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
+import { anvilSkip, anvilSuiteTitle, CHAIN_ID, countingTransport, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
 
 // End to end against a real anvil: real contracts (OpenZeppelin's ERC4626 and the test ERC-7540
 // vault over a 6-decimal asset, 18-decimal shares), real transactions from several accounts, and
@@ -14,7 +14,7 @@ import { anvilSkipReason, anvilSuiteTitle, CHAIN_ID, countingTransport, startAnv
 // amount below was computed by hand from OpenZeppelin's rounding rules (floor on deposit, ceil on
 // withdraw, decimals offset 12), not read back from the chain.
 
-const skip = anvilSkipReason()
+const skip = anvilSkip()
 
 const chainConfig = (url: string, multicall3_address?: Address | null): SourceChain => ({
   name: 'anvil',
@@ -167,7 +167,16 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
     const out = await follow(reader, vaults, 3n, 5)
     expect(out.cursor.number).toBe(26n)
 
-    const completed = (id: string, vaultId: string, address: Address, type: 'deposit' | 'withdraw', amount: string, shares: string, block: number, receipt: TransactionReceipt): ImportTransaction => ({
+    const completed = (
+      id: string,
+      vaultId: string,
+      address: Address,
+      type: 'deposit' | 'withdraw',
+      amount: string,
+      shares: string,
+      block: number,
+      receipt: TransactionReceipt,
+    ): ImportTransaction => ({
       id,
       vault_id: vaultId,
       tx_hash: receipt.transactionHash,
@@ -219,10 +228,18 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
       ['pending', null],
       ['completed', iso(26)],
     ])
-    expect(out.progress.get('usd-7540')!.open.map((o) => [o.transaction.address, o.controller, o.remainingShares])).toEqual([[dave, dave, '396039603961703101002']])
+    expect(out.progress.get('usd-7540')!.open.map((o) => [o.transaction.address, o.controller, o.remainingShares])).toEqual([
+      [dave, dave, '396039603961703101002'],
+    ])
     expect(out.progress.get('usd-4626')!.open).toEqual([])
 
-    const snap = (vaultId: string, block: number, share_price: string, tvl: string): VaultSnapshot => ({ vault_id: vaultId, as_of: iso(block), share_price, tvl, base_asset_price_usd: null })
+    const snap = (vaultId: string, block: number, share_price: string, tvl: string): VaultSnapshot => ({
+      vault_id: vaultId,
+      as_of: iso(block),
+      share_price,
+      tvl,
+      base_asset_price_usd: null,
+    })
     expect(out.snapshots).toEqual([
       // first snapshot at the first block followed, then one per block with an event of the vault
       snap('usd-4626', 3, '1', '0'),
@@ -269,7 +286,16 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
       expect(Object.fromEntries(withoutCounter.counts)).toEqual({ eth_call: 10 })
     }
     const at19 = (await withMc.readStates(requests, 19n)).get(asyncVault)
-    expect(at19).toEqual({ blockNumber: 19n, totalAssets: 3_430_000_000n, totalSupply: 3_396_039_603_961_703_101_002n, assetsPerShare: 1_009_999n, redeemAssets: new Map([[1000n * 10n ** 18n, 1_009_999_999n], [1n, 0n]]) })
+    expect(at19).toEqual({
+      blockNumber: 19n,
+      totalAssets: 3_430_000_000n,
+      totalSupply: 3_396_039_603_961_703_101_002n,
+      assetsPerShare: 1_009_999n,
+      redeemAssets: new Map([
+        [1000n * 10n ** 18n, 1_009_999_999n],
+        [1n, 0n],
+      ]),
+    })
 
     // The whole scenario followed both ways gives the same records.
     withCounter.reset()
@@ -278,8 +304,14 @@ describe.skipIf(skip)(anvilSuiteTitle('chain source end to end (anvil)', skip), 
     const two = await follow(without, vaults, 3n, 2000)
     expect(two.transactions).toEqual(one.transactions)
     expect(two.snapshots).toEqual(one.snapshots)
-    for (const [name, c] of [['multicall', withCounter], ['plain eth_calls', withoutCounter]] as const)
-      console.log(`[rpc load] ${name}, one range: ${c.total()} requests for 24 blocks × 2 vaults = ${(c.total() / 48).toFixed(3)} per block per vault`, Object.fromEntries(c.counts))
+    for (const [name, c] of [
+      ['multicall', withCounter],
+      ['plain eth_calls', withoutCounter],
+    ] as const)
+      console.log(
+        `[rpc load] ${name}, one range: ${c.total()} requests for 24 blocks × 2 vaults = ${(c.total() / 48).toFixed(3)} per block per vault`,
+        Object.fromEntries(c.counts),
+      )
   })
 
   it('before Multicall3 existed at a block, reads that block with plain calls', async () => {

@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest'
 import { nextRange, planTimedSnapshots } from '../../src/sources/collect.js'
 import type { Address } from '../../src/sources/config.js'
-import { blockTime, mapVaultEvents, snapshotOf, unitsToAmount, type BlockRef, type Hex, type MappedVault, type OpenRedeem, type VaultEvent, type VaultState } from '../../src/sources/mapping.js'
+import {
+  blockTime,
+  mapVaultEvents,
+  snapshotOf,
+  unitsToAmount,
+  type BlockRef,
+  type Hex,
+  type MappedVault,
+  type OpenRedeem,
+  type VaultEvent,
+  type VaultState,
+} from '../../src/sources/mapping.js'
 
 // The mapping from vault events and states to the importer's records, on hand-made inputs with
 // hand-computed outputs.
@@ -57,8 +68,20 @@ describe('amounts', () => {
 
 describe('snapshots', () => {
   it('share price = convertToAssets(one whole share) over 10^asset decimals; tvl = totalAssets', () => {
-    const s: VaultState = { blockNumber: 7n, totalAssets: 1_618_049_999n, totalSupply: 1_599_604_303_647_916_507_101n, assetsPerShare: 1_011_531n, redeemAssets: new Map() }
-    expect(snapshotOf(usdc4626, s, block(7))).toEqual({ vault_id: 'v4626', as_of: at(7), share_price: '1.011531', tvl: '1618.049999', base_asset_price_usd: null })
+    const s: VaultState = {
+      blockNumber: 7n,
+      totalAssets: 1_618_049_999n,
+      totalSupply: 1_599_604_303_647_916_507_101n,
+      assetsPerShare: 1_011_531n,
+      redeemAssets: new Map(),
+    }
+    expect(snapshotOf(usdc4626, s, block(7))).toEqual({
+      vault_id: 'v4626',
+      as_of: at(7),
+      share_price: '1.011531',
+      tvl: '1618.049999',
+      base_asset_price_usd: null,
+    })
     // an 18-decimal asset under 18-decimal shares
     const weth: MappedVault = { ...usdc4626, assetDecimals: 18 }
     expect(snapshotOf(weth, { ...s, totalAssets: 10n ** 21n + 1n, assetsPerShare: 1_050_000_000_000_000_001n }, block(7))).toMatchObject({
@@ -77,8 +100,30 @@ describe('events → transactions', () => {
     const out = mapVaultEvents({ vault: usdc4626, events, blocks: blocks(10, 11), states: new Map(), open: [] })
     expect(out).toEqual({
       transactions: [
-        { id: `8453:${tx(10)}:3`, vault_id: 'v4626', tx_hash: tx(10), timestamp: at(10), address: ALICE, type: 'deposit', status: 'completed', amount: '250.5', shares: '247.64431155669051329', completed_at: at(10) },
-        { id: `8453:${tx(11)}:0`, vault_id: 'v4626', tx_hash: tx(11), timestamp: at(11), address: BOB, type: 'withdraw', status: 'completed', amount: '50.000001', shares: '49.430003295324699486', completed_at: at(11) },
+        {
+          id: `8453:${tx(10)}:3`,
+          vault_id: 'v4626',
+          tx_hash: tx(10),
+          timestamp: at(10),
+          address: ALICE,
+          type: 'deposit',
+          status: 'completed',
+          amount: '250.5',
+          shares: '247.64431155669051329',
+          completed_at: at(10),
+        },
+        {
+          id: `8453:${tx(11)}:0`,
+          vault_id: 'v4626',
+          tx_hash: tx(11),
+          timestamp: at(11),
+          address: BOB,
+          type: 'withdraw',
+          status: 'completed',
+          amount: '50.000001',
+          shares: '49.430003295324699486',
+          completed_at: at(11),
+        },
       ],
       open: [],
       warnings: [],
@@ -102,7 +147,13 @@ describe('events → transactions', () => {
 
   it('an ERC-7540 request is a pending redeem worth convertToAssets(shares) at its block; the claim completes it', () => {
     const request: VaultEvent = { ...base(19, 4), type: 'redeem_request', controller: CAROL, owner: CAROL, requestId: 0n, sender: CAROL, shares: 1000n * E18 }
-    const first = mapVaultEvents({ vault: usdc7540, events: [request], blocks: blocks(19), states: new Map([[19n, state(19, [[1000n * E18, 1_009_999_999n]])]]), open: [] })
+    const first = mapVaultEvents({
+      vault: usdc7540,
+      events: [request],
+      blocks: blocks(19),
+      states: new Map([[19n, state(19, [[1000n * E18, 1_009_999_999n]])]]),
+      open: [],
+    })
     const pending = {
       id: `8453:${tx(19)}:4`,
       vault_id: 'v7540',
@@ -115,7 +166,11 @@ describe('events → transactions', () => {
       shares: '1000',
       completed_at: null,
     } as const
-    expect(first).toEqual({ transactions: [pending], open: [{ transaction: pending, controller: CAROL, remainingShares: (1000n * E18).toString() }], warnings: [] })
+    expect(first).toEqual({
+      transactions: [pending],
+      open: [{ transaction: pending, controller: CAROL, remainingShares: (1000n * E18).toString() }],
+      warnings: [],
+    })
 
     // Fulfilment emits nothing. Two claims later: 600 shares, then 400. The first leaves it pending.
     const claim1: VaultEvent = { ...base(25, 0), type: 'withdraw', sender: CAROL, receiver: CAROL, owner: CAROL, assets: 605_999_999n, shares: 600n * E18 }
@@ -129,7 +184,7 @@ describe('events → transactions', () => {
     expect(second.open[0]!.remainingShares).toBe((400n * E18).toString())
   })
 
-  it('claims complete a controller\'s requests in request order; others\' requests stay pending', () => {
+  it("claims complete a controller's requests in request order; others' requests stay pending", () => {
     const events: VaultEvent[] = [
       // Alice asks for 3 shares, controlled by Carol; Bob asks for 5 of his own; Alice 2 more.
       { ...base(30, 0), type: 'redeem_request', controller: CAROL, owner: ALICE, requestId: 0n, sender: ALICE, shares: 3n * E18 },
@@ -140,7 +195,13 @@ describe('events → transactions', () => {
     ]
     const states = new Map([
       [30n, state(30, [[3n * E18, 3_300_000n]])],
-      [31n, state(31, [[5n * E18, 5_500_000n], [2n * E18, 2_200_000n]])],
+      [
+        31n,
+        state(31, [
+          [5n * E18, 5_500_000n],
+          [2n * E18, 2_200_000n],
+        ]),
+      ],
     ])
     const out = mapVaultEvents({ vault: usdc7540, events, blocks: blocks(30, 31, 33), states, open: [] })
     expect(out.transactions.map((t) => [t.id, t.address, t.amount, t.status, t.completed_at])).toEqual([
@@ -156,10 +217,29 @@ describe('events → transactions', () => {
   })
 
   it('a claim of a request made before the first followed block is a completed redeem of its own', () => {
-    const claim: VaultEvent = { ...base(40, 7), type: 'withdraw', sender: BOB, receiver: BOB, owner: BOB, assets: 1_500_000n, shares: 1_400_000_000_000_000_000n }
+    const claim: VaultEvent = {
+      ...base(40, 7),
+      type: 'withdraw',
+      sender: BOB,
+      receiver: BOB,
+      owner: BOB,
+      assets: 1_500_000n,
+      shares: 1_400_000_000_000_000_000n,
+    }
     const out = mapVaultEvents({ vault: usdc7540, events: [claim], blocks: blocks(40), states: new Map(), open: [] })
     expect(out.transactions).toEqual([
-      { id: `8453:${tx(40)}:7`, vault_id: 'v7540', tx_hash: tx(40), timestamp: at(40), address: BOB, type: 'redeem', status: 'completed', amount: '1.5', shares: '1.4', completed_at: at(40) },
+      {
+        id: `8453:${tx(40)}:7`,
+        vault_id: 'v7540',
+        tx_hash: tx(40),
+        timestamp: at(40),
+        address: BOB,
+        type: 'redeem',
+        status: 'completed',
+        amount: '1.5',
+        shares: '1.4',
+        completed_at: at(40),
+      },
     ])
     expect(out.warnings).toEqual([`8453:${tx(40)}:7: claim of 1400000000000000000 shares by ${BOB} without a known request; recorded as a completed redeem`])
   })
@@ -167,7 +247,18 @@ describe('events → transactions', () => {
   it('a claim beyond the known requests completes them and warns of the excess', () => {
     const open: OpenRedeem[] = [
       {
-        transaction: { id: 'x', vault_id: 'v7540', tx_hash: tx(1), timestamp: at(1), address: BOB, type: 'redeem', status: 'pending', amount: '1', shares: '1', completed_at: null },
+        transaction: {
+          id: 'x',
+          vault_id: 'v7540',
+          tx_hash: tx(1),
+          timestamp: at(1),
+          address: BOB,
+          type: 'redeem',
+          status: 'pending',
+          amount: '1',
+          shares: '1',
+          completed_at: null,
+        },
         controller: BOB,
         remainingShares: E18.toString(),
       },
@@ -181,7 +272,11 @@ describe('events → transactions', () => {
   it('ignores a RedeemRequest from a vault configured as ERC-4626, with a warning', () => {
     const request: VaultEvent = { ...base(50, 1), type: 'redeem_request', controller: BOB, owner: BOB, requestId: 0n, sender: BOB, shares: E18 }
     const out = mapVaultEvents({ vault: usdc4626, events: [request], blocks: blocks(50), states: new Map(), open: [] })
-    expect(out).toEqual({ transactions: [], open: [], warnings: [`8453:${tx(50)}:1: RedeemRequest from vault "v4626", which is configured as erc4626: ignored`] })
+    expect(out).toEqual({
+      transactions: [],
+      open: [],
+      warnings: [`8453:${tx(50)}:1: RedeemRequest from vault "v4626", which is configured as erc4626: ignored`],
+    })
   })
 
   it('refuses to guess when the caller did not read what a record needs', () => {
@@ -189,7 +284,9 @@ describe('events → transactions', () => {
     expect(() => mapVaultEvents({ vault: usdc7540, events: [request], blocks: blocks(60), states: new Map(), open: [] })).toThrow(
       `mapVaultEvents: no convertToAssets(${E18}) at block 60`,
     )
-    expect(() => mapVaultEvents({ vault: usdc7540, events: [request], blocks: new Map(), states: new Map(), open: [] })).toThrow('mapVaultEvents: no header for block 60')
+    expect(() => mapVaultEvents({ vault: usdc7540, events: [request], blocks: new Map(), states: new Map(), open: [] })).toThrow(
+      'mapVaultEvents: no header for block 60',
+    )
   })
 })
 

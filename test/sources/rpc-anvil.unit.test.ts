@@ -5,12 +5,12 @@ import type { SourceChain } from '../../src/sources/config.js'
 import { LogFetcher } from '../../src/sources/logs.js'
 import { ChainReader, watchConfirmedHead } from '../../src/sources/reader.js'
 import type { RpcFailure } from '../../src/sources/rpc.js'
-import { anvilSkipReason, anvilSuiteTitle, CHAIN_ID, nodeTransport, rpcError, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
+import { anvilSkip, anvilSuiteTitle, CHAIN_ID, nodeTransport, rpcError, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
 
 // The reader's behaviour when the node misbehaves, against a real anvil behind transports that
 // refuse, fail or pass requests on as a provider would; and reorgs made with evm_snapshot/evm_revert.
 
-const skip = anvilSkipReason()
+const skip = anvilSkip()
 
 const chainConfig = (url: string): SourceChain => ({
   name: 'anvil',
@@ -77,13 +77,42 @@ describe.skipIf(skip)(anvilSuiteTitle('chain reader against a misbehaving node (
     // 64, 32, 16 refused; 8 passes three times and grows to 12 (refused: the limit is below 12),
     // 6 ×3, 9 ×3, 11 refused (below 11, then), 5 ×3, 8 ×3, and the limit itself, 10, from there on
     // (the last request is the rest of the range).
-    expect(asked.map((a) => (a.refused ? `${a.span}!` : `${a.span}`))).toEqual(
-      ['64!', '32!', '16!', '8', '8', '8', '12!', '6', '6', '6', '9', '9', '9', '11!', '5', '5', '5', '8', '8', '8', '10', '10', '10', '10', '10', '10', '10', '7'],
-    )
+    expect(asked.map((a) => (a.refused ? `${a.span}!` : `${a.span}`))).toEqual([
+      '64!',
+      '32!',
+      '16!',
+      '8',
+      '8',
+      '8',
+      '12!',
+      '6',
+      '6',
+      '6',
+      '9',
+      '9',
+      '9',
+      '11!',
+      '5',
+      '5',
+      '5',
+      '8',
+      '8',
+      '8',
+      '10',
+      '10',
+      '10',
+      '10',
+      '10',
+      '10',
+      '10',
+      '7',
+    ])
     expect(refusals).toHaveLength(5)
     // A refusal is not retried: each refused range reached the node once, and was reported once.
     expect(failures.map((f) => [f.method, f.willRetry])).toEqual(Array(5).fill(['eth_getLogs', false]))
-    expect(failures[0]!.message).toBe('Request exceeds defined limit.: query returned more than 10000 results. Try with this block range [0x1, 0xa]. (code -32005)')
+    expect(failures[0]!.message).toBe(
+      'Request exceeds defined limit.: query returned more than 10000 results. Try with this block range [0x1, 0xa]. (code -32005)',
+    )
   })
 
   it('retries a failing request with backoff and reports each failure without the URL', async () => {
@@ -233,7 +262,13 @@ describe.skipIf(skip)(anvilSuiteTitle('chain reader against a misbehaving node (
       return forward()
     })
     const reader = new ChainReader({ chain: chainConfig(anvil.url), transport })
-    const read = collectRange(reader, new LogFetcher(reader.client, { maxSpan: 100 }), { vaults: followed, from: base + 1n, to: bobDeposit.blockNumber, previous: null, progress: new Map() })
+    const read = collectRange(reader, new LogFetcher(reader.client, { maxSpan: 100 }), {
+      vaults: followed,
+      from: base + 1n,
+      to: bobDeposit.blockNumber,
+      previous: null,
+      progress: new Map(),
+    })
     await expect(read).rejects.toThrow(new ReorgDuringReadError(bobDeposit.blockNumber))
     expect(reorged).toBe(true)
   })

@@ -46,7 +46,11 @@ describe('RPC errors', () => {
   it('tells a refused eth_getLogs range from failures that call for waiting', () => {
     // Refusals in providers' words (Infura, Alchemy, QuickNode, geth, Cloudflare)
     expect(isRangeRefusal(new LimitExceededRpcError(providerError(-32005, 'query returned more than 10000 results')))).toBe(true)
-    expect(isRangeRefusal(new InvalidParamsRpcError(providerError(-32602, 'Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range')))).toBe(true)
+    expect(
+      isRangeRefusal(
+        new InvalidParamsRpcError(providerError(-32602, 'Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range')),
+      ),
+    ).toBe(true)
     expect(isRangeRefusal(providerError(-32614, 'eth_getLogs is limited to a 10,000 range'))).toBe(true)
     expect(isRangeRefusal(providerError(-32000, 'exceed maximum block range: 5000'))).toBe(true)
     expect(isRangeRefusal(providerError(-32047, 'Exceeded max range limit for eth_getLogs: 800'))).toBe(true)
@@ -73,7 +77,7 @@ describe('RPC errors', () => {
 describe('Multicall3', () => {
   const chain = { name: 'x', rpc_url: 'http://127.0.0.1:9', confirmations: 2, poll_interval_ms: 4000, requests_per_second: 10, max_block_range: 2000 }
 
-  it('comes from viem\'s chain list when the file does not say, without asking the node', async () => {
+  it("comes from viem's chain list when the file does not say, without asking the node", async () => {
     // Nothing listens on port 9: a request would fail the test.
     const mainnet = new ChainReader({ chain: { ...chain, chain_id: 1, multicall3_address: undefined }, retry: { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 } })
     expect(await mainnet.multicallContract()).toEqual({ address: '0xca11bde05977b3631167028862be2a173976ca11', fromBlock: 14_353_601n })

@@ -15,7 +15,7 @@ import {
   type TransactionReceipt,
   type Transport,
 } from 'viem'
-import { packageRoot } from '../../src/paths.js'
+import { packageRoot } from '../../src/core/paths.js'
 
 // A real anvil (Foundry's local EVM node) from the npm package @foundry-rs/anvil-linux-amd64, and
 // helpers to deploy the test contracts and act as several accounts. The npm registry here serves
@@ -29,11 +29,25 @@ export function anvilSkipReason({
   platform = `${process.platform}-${process.arch}`,
   bin = ANVIL_BIN,
   ci = process.env.CI,
-}: { platform?: string; bin?: string; ci?: string } = {}): string | undefined {
+}: {
+  platform?: string
+  bin?: string
+  ci?: string
+} = {}): string | undefined {
   if (platform !== 'linux-x64') return `anvil suites need linux x64 (the npm package @foundry-rs/anvil-linux-amd64); this is ${platform}`
   if (existsSync(bin)) return undefined
   const reason = `anvil binary missing at ${path.relative(packageRoot, bin)}: run npm ci`
   if (ci) throw new Error(`${reason} (CI must run the anvil suites)`)
+  return reason
+}
+
+/**
+ * For a suite file: why its anvil suites skip, or undefined when they run. The reason is also written
+ * to stderr once per file, since the default reporter lists a skipped file without its suite titles.
+ */
+export function anvilSkip(): string | undefined {
+  const reason = anvilSkipReason()
+  if (reason) console.warn(`anvil suites skipped: ${reason}`)
   return reason
 }
 
@@ -62,9 +76,13 @@ export interface Anvil {
  * every block BLOCK_TIME seconds after the previous one.
  */
 export async function startAnvil(timeoutMs = 20_000): Promise<Anvil> {
-  const child = spawn(ANVIL_BIN, ['--host', '127.0.0.1', '--port', '0', '--timestamp', String(GENESIS_TIME), '--chain-id', String(CHAIN_ID), '--accounts', '6'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    ANVIL_BIN,
+    ['--host', '127.0.0.1', '--port', '0', '--timestamp', String(GENESIS_TIME), '--chain-id', String(CHAIN_ID), '--accounts', '6'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   const port = await new Promise<number>((resolve, reject) => {
@@ -93,7 +111,11 @@ export async function startAnvil(timeoutMs = 20_000): Promise<Anvil> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     try {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) })
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+      })
       if (res.ok) break
     } catch {
       // not answering yet
@@ -126,7 +148,10 @@ export async function startAnvil(timeoutMs = 20_000): Promise<Anvil> {
  * or refuse it as a provider would. Built with viem's custom(), so a thrown `rpcError` reaches the
  * client as the JSON-RPC error of that code, like a provider's.
  */
-export function nodeTransport(url: string, intercept: (request: { method: string; params?: unknown }, forward: () => Promise<unknown>) => Promise<unknown>): Transport {
+export function nodeTransport(
+  url: string,
+  intercept: (request: { method: string; params?: unknown }, forward: () => Promise<unknown>) => Promise<unknown>,
+): Transport {
   const inner = http(url, { retryCount: 0 })({})
   const request = inner.request as (args: { method: string; params?: unknown }) => Promise<unknown>
   return custom({ request: (args: { method: string; params?: unknown }) => intercept(args, () => request(args)) }, { retryCount: 0 })
@@ -150,7 +175,11 @@ export function countingTransport(url: string): { transport: Transport; counts: 
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  })
   const body = (await res.json()) as { result?: unknown; error?: { message: string } }
   if (body.error) throw new Error(`${method}: ${body.error.message}`)
   return body.result

@@ -1,7 +1,7 @@
 import { createApp, type App } from '../../src/app.js'
-import type { Clock } from '../../src/clock.js'
+import type { Clock } from '../../src/core/clock.js'
 import { loadConfig, type Config } from '../../src/config.js'
-import type { Database } from '../../src/db.js'
+import type { Database } from '../../src/db/client.js'
 import { testDatabase } from './db.js'
 
 export interface TestApp {

@@ -4,7 +4,7 @@ import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { inject } from 'vitest'
 import type { Config } from '../../src/config.js'
-import { openDatabase, type Database } from '../../src/db.js'
+import { openDatabase, type Database } from '../../src/db/client.js'
 
 export const testBackend = (process.env.VAULTGATE_TEST_DB ?? 'pglite') as 'pglite' | 'postgres'
 

@@ -1,4 +1,4 @@
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../../src/import.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../../src/importer/document.js'
 
 // A small hand-built dataset with known answers, for the OpenAPI contract test and the browser
 // test: one vault with every field set and a week of snapshots, one with every nullable field
@@ -75,7 +75,11 @@ export const alphaSnapshots: ImportComposition[] = Array.from({ length: SNAPSHOT
   return {
     vault_id: fullVault.id,
     as_of: new Date(EXPLORER_NOW.getTime() - (SNAPSHOTS - 1 - i) * 24 * HOUR - 30 * 60_000).toISOString(),
-    positions: [position('Aave', 'USD Coin', 'USDC', aave, 4.1), position('Morpho', 'USD Coin', 'USDC', 40, 5.2), position('Spark', 'Savings Dai', 'sDAI', spark, 6.5)],
+    positions: [
+      position('Aave', 'USD Coin', 'USDC', aave, 4.1),
+      position('Morpho', 'USD Coin', 'USDC', 40, 5.2),
+      position('Spark', 'Savings Dai', 'sDAI', spark, 6.5),
+    ],
   }
 })
 
@@ -86,7 +90,14 @@ export const ALPHA_ASSETS = ['USD Coin', 'Savings Dai']
 export const WALLET = '0x8ba1f109551bd432803012645ac136ddd64dba72'
 
 const at = (hoursAgo: number) => new Date(EXPLORER_NOW.getTime() - hoursAgo * HOUR).toISOString()
-const tx = (n: number, type: ImportTransaction['type'], status: ImportTransaction['status'], amount: string, shares: string, hoursAgo: number): ImportTransaction => ({
+const tx = (
+  n: number,
+  type: ImportTransaction['type'],
+  status: ImportTransaction['status'],
+  amount: string,
+  shares: string,
+  hoursAgo: number,
+): ImportTransaction => ({
   id: `tx-${n}`,
   vault_id: fullVault.id,
   address: WALLET,

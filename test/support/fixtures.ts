@@ -1,4 +1,4 @@
-import { prisma } from '../../src/db.js'
+import { prisma } from '../../src/db/client.js'
 
 /** A vault row with every required column; override what a test cares about. */
 export function vaultRow(id: string, overrides: Record<string, unknown> = {}) {

@@ -44,7 +44,7 @@ export async function startJwksServer(jwks: { keys: JWK[] }): Promise<JwksServer
   let keys = jwks
   let mode: 'ok' | 'error' = 'ok'
   const state = { requests: 0 }
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer((_req, res) => {
     state.requests++
     if (mode === 'error') {
       res.writeHead(500).end('boom')

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { Clock } from '../../src/clock.js'
+import type { Clock } from '../../src/core/clock.js'
 import { createTestApp, type TestApp } from './app.js'
 import { jwksOf, signSession, testKey, type TestKey } from './jwt.js'
 
@@ -53,7 +53,13 @@ export async function createKeysTestApp(options: { clock?: Clock; allowlist?: st
     signer,
     session,
     create: async (wallet, body = {}) =>
-      json(await t.request('/v1/apiKey', { method: 'POST', headers: { ...(await session([wallet])), 'content-type': 'application/json' }, body: JSON.stringify(body) })),
+      json(
+        await t.request('/v1/apiKey', {
+          method: 'POST',
+          headers: { ...(await session([wallet])), 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      ),
     get: async (wallet) => json(await t.request('/v1/apiKey', { headers: await session([wallet]) })),
     revoke: async (wallet) => json(await t.request('/v1/apiKey', { method: 'DELETE', headers: await session([wallet]) })),
     verify: async (apiKey) =>

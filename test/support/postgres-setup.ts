@@ -1,6 +1,6 @@
 import pg from 'pg'
 import type { TestProject } from 'vitest/node'
-import { openDatabase } from '../../src/db.js'
+import { openDatabase } from '../../src/db/client.js'
 
 // Migrates one template database per run; each test file clones it (CREATE DATABASE … TEMPLATE),
 // which is much faster than migrating per file and keeps files isolated from each other.
@@ -13,7 +13,10 @@ export default async function setup(project: TestProject) {
   await admin.query(`CREATE DATABASE ${template}`)
   const tplUrl = new URL(url)
   tplUrl.pathname = `/${template}`
-  const db = await openDatabase({ storage: { mode: 'postgres', url: tplUrl.toString() }, pool: { max: 2, connectTimeoutMs: 5000, idleTimeoutMs: 1000, statementTimeoutMs: 0 } })
+  const db = await openDatabase({
+    storage: { mode: 'postgres', url: tplUrl.toString() },
+    pool: { max: 2, connectTimeoutMs: 5000, idleTimeoutMs: 1000, statementTimeoutMs: 0 },
+  })
   await db.migrate()
   await db.close()
   project.provide('pgTemplate', template)

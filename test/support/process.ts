@@ -1,8 +1,24 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { cp, mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { packageRoot } from '../../src/paths.js'
+import { inject } from 'vitest'
+import { packageRoot } from '../../src/core/paths.js'
 
 const entry = path.join(packageRoot, 'src', 'main.ts')
+
+/**
+ * A fresh temporary folder holding a migrated, empty embedded data directory under `data/` (a copy
+ * of the one made once per run), so a spawned gateway or CLI starts without an initdb. Tests of
+ * the first start itself (migrations applied, demo data loaded) use an empty folder instead.
+ */
+export async function embeddedDataDir(prefix = 'vaultgate-'): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix))
+  const data = path.join(dir, 'data')
+  const template = inject('pgliteDataDir')
+  if (template) await cp(template, data, { recursive: true })
+  return data
+}
 
 export interface CliResult {
   code: number | null

@@ -1,4 +1,4 @@
-import { sqlObservers, type SqlEvent } from '../../src/db.js'
+import { sqlObservers, type SqlEvent } from '../../src/db/client.js'
 
 /** Records every SQL statement the Prisma client sends while `work` runs. */
 export async function recordSql<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {

@@ -1,4 +1,4 @@
-import type { ImportTransaction, ImportVault } from '../../src/import.js'
+import type { ImportTransaction, ImportVault } from '../../src/importer/document.js'
 
 // Building blocks for hand-made wallet datasets (the decisions.md §7 import document).
 
@@ -30,6 +30,9 @@ export function vaultDoc(id: string, overrides: Partial<ImportVault> = {}): Impo
 }
 
 /** A transaction row of the import document; `tx_hash` derives from the id unless given. */
-export function txDoc(id: string, fields: Omit<ImportTransaction, 'id' | 'tx_hash' | 'completed_at' | 'shares'> & Partial<ImportTransaction>): ImportTransaction {
+export function txDoc(
+  id: string,
+  fields: Omit<ImportTransaction, 'id' | 'tx_hash' | 'completed_at' | 'shares'> & Partial<ImportTransaction>,
+): ImportTransaction {
   return { id, tx_hash: `0x${Buffer.from(id).toString('hex').padStart(64, '0')}`, completed_at: null, shares: fields.amount, ...fields }
 }

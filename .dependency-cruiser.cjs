@@ -1,0 +1,78 @@
+// The layering of src/ (README "Layout"), checked on every `npm test`. Layers import only from
+// layers to their left:
+//   core ← db ← features ← graphql ← http ← rest ← openapi ← http/routes ← app ← server ← cli
+// src/config.ts (the settings and their validation) may be imported from any layer and imports
+// only core and the address rule. Type-only imports count: a cycle of types ties modules together
+// for a reader as much as values do.
+const layers = [
+  ['core', '^src/core/'],
+  ['db', '^src/db/'],
+  ['features', '^src/(vaults|wallets|keys|auth|importer|demo|sources|webhooks)/'],
+  ['graphql', '^src/graphql/'],
+  ['http', '^src/http/(?!routes/)'],
+  ['rest', '^src/rest/'],
+  ['openapi', '^src/openapi/'],
+  ['http-routes', '^src/http/routes/'],
+  ['app', '^src/app\\.ts$'],
+  ['server', '^src/server\\.ts$'],
+  ['cli', '^src/(cli|main)\\.ts$'],
+]
+
+const layerRules = layers.slice(0, -1).map(([name, path], i) => ({
+  name: `layer-${name}`,
+  comment: `${name} must not import from the layers above it (${layers
+    .slice(i + 1)
+    .map(([n]) => n)
+    .join(', ')})`,
+  severity: 'error',
+  from: { path },
+  to: { path: layers.slice(i + 1).map(([, p]) => p) },
+}))
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No import cycles, type-only imports included.',
+      from: {},
+      to: { circular: true },
+    },
+    ...layerRules,
+    {
+      name: 'config-is-a-leaf',
+      severity: 'error',
+      comment: 'src/config.ts imports only core and the address rule, so every layer may import it.',
+      from: { path: '^src/config\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/core/', '^src/wallets/address\\.ts$'] },
+    },
+    {
+      name: 'sql-in-stores',
+      severity: 'error',
+      comment:
+        "Only db/, the features' stores and the importer use the Prisma client (plugin-prisma resolvers spread `query` in graphql/schema, and graphql/builder hands the client to Pothos); elsewhere only its types.",
+      from: {
+        path: '^src/',
+        pathNot: ['^src/db/', '^src/[a-z]+/store\\.ts$', '^src/importer/', '^src/graphql/builder\\.ts$', '^src/graphql/schema/', '^src/(app|server|cli)\\.ts$'],
+      },
+      to: { path: '^src/db/client\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'prisma-runtime-in-stores',
+      severity: 'error',
+      comment: "Prisma's query helpers (Prisma.sql, Prisma.join) build SQL: stores only. Enums and types may be imported anywhere.",
+      from: { path: '^src/', pathNot: ['^src/db/', '^src/[a-z]+/store\\.ts$', '^src/importer/', '^src/graphql/'] },
+      to: { path: '^src/generated/prisma/client\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/generated/' },
+    includeOnly: '^src/',
+    tsPreCompilationDeps: true,
+    // TypeScript 7 has no compiler API yet (dependency-cruiser reads TS through it up to 6): swc parses instead.
+    parser: 'swc',
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+}

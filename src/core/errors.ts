@@ -1,0 +1,139 @@
+import { GraphQLError } from 'graphql'
+
+/** Every error code a client can see, REST and GraphQL alike (docs/spec/decisions.md §4, spec §7). */
+export type ErrorCode =
+  | 'bad_request'
+  | 'not_found'
+  | 'rate_limited'
+  | 'internal'
+  | 'unavailable'
+  | 'unauthorized'
+  | 'not_whitelisted'
+  | 'wallet_required'
+  | 'wallet_not_connected'
+
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'bad_request',
+  'not_found',
+  'rate_limited',
+  'internal',
+  'unavailable',
+  'unauthorized',
+  'not_whitelisted',
+  'wallet_required',
+  'wallet_not_connected',
+]
+const KNOWN_CODES = new Set<string>(ERROR_CODES)
+
+export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && KNOWN_CODES.has(code)
+
+/**
+ * By shape, not `instanceof`: graphql 16 ships CommonJS and ESM builds, and a process (or a test
+ * runner) can hold both, each with its own GraphQLError class.
+ */
+export function isGraphQLError(e: unknown): e is GraphQLError {
+  return e instanceof Error && e.name === 'GraphQLError'
+}
+
+/** An AppError, or any GraphQLError carrying one of our codes (e.g. after graphql-js re-wrapped it). */
+export function asAppError(e: unknown): AppError | undefined {
+  if (e instanceof AppError) return e
+  if (!isGraphQLError(e) || !isErrorCode(e.extensions?.code)) return undefined
+  const http = e.extensions.http as { status?: number; headers?: Record<string, string> } | undefined
+  return new AppError(e.extensions.code, e.message, { status: http?.status, headers: http?.headers })
+}
+
+export const defaultStatus: Readonly<Record<ErrorCode, number>> = {
+  bad_request: 400,
+  not_found: 404,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+  unauthorized: 401,
+  not_whitelisted: 403,
+  wallet_required: 403,
+  wallet_not_connected: 403,
+}
+
+/**
+ * An expected failure. It is a GraphQLError so Yoga passes it through unmasked with
+ * `extensions.code`; REST turns it into the standard error body with `status`.
+ */
+export class AppError extends GraphQLError {
+  readonly code: ErrorCode
+  readonly status: number
+
+  constructor(code: ErrorCode, message: string, options: { status?: number; headers?: Record<string, string> } = {}) {
+    const status = options.status ?? defaultStatus[code]
+    super(message, { extensions: { code, http: { status, headers: options.headers } } })
+    this.code = code
+    this.status = status
+  }
+}
+
+export const badRequest = (message: string) => new AppError('bad_request', message)
+export const notFound = (message: string) => new AppError('not_found', message)
+
+export function errorBody(code: ErrorCode, message: string) {
+  return { status: 'error' as const, error: { code, message }, server_time_ms: Date.now() }
+}
+
+/** Database errors that mean "the database is not reachable right now" rather than a bug. */
+export function isUnavailableError(error: unknown): boolean {
+  const seen = new Set<unknown>()
+  let e: unknown = error
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e)
+    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown }
+    if (
+      typeof code === 'string' &&
+      /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|57P01|57P02|57P03|57014|08\w{3}|P1001|P1002|P1008|P1017|P2024)$/.test(code)
+    )
+      return true
+    if (name === 'DriverAdapterError' && typeof message === 'string' && /connect|timeout|terminat|closed/i.test(message)) return true
+    if (
+      typeof message === 'string' &&
+      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error)/i.test(
+        message,
+      )
+    )
+      return true
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
+  }
+  return false
+}
+
+/**
+ * Text PostgreSQL cannot store (a NUL character, 22021; an untranslatable one, 22P05) can only
+ * have come from the client: a bad request, not a bug.
+ */
+export function isUnstorableTextError(error: unknown): boolean {
+  const seen = new Set<unknown>()
+  let e: unknown = error
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e)
+    const { code, message } = e as { code?: unknown; message?: unknown }
+    if (code === '22021' || code === '22P05') return true
+    if (typeof message === 'string' && /Code: `22(021|P05)`/.test(message)) return true
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
+  }
+  return false
+}
+
+/** Maps any thrown value to the AppError a client may see; unknown errors become `internal`. */
+export function toAppError(error: unknown): AppError {
+  const app = asAppError(error)
+  if (app) return app
+  // Pothos rejects malformed connection arguments (a cursor it cannot decode, a negative `first`)
+  // with its own GraphQLError subclass: a client mistake, not a bug.
+  if (error instanceof Error && error.name === 'PothosValidationError') {
+    // Pothos echoes a bad cursor back ("Invalid cursor: <cursor>"): whatever a client pasted there
+    // (a key, a token, 100 kB) must not come back in the answer, nor reach proxies' logs through it.
+    if (error.message.startsWith('Invalid cursor')) return new AppError('bad_request', 'Invalid cursor: it is not one this server issued for this list.')
+    return new AppError('bad_request', error.message)
+  }
+  if (isGraphQLError(error) && error.originalError) return toAppError(error.originalError)
+  if (isUnavailableError(error)) return new AppError('unavailable', 'The database is unavailable; try again shortly.')
+  if (isUnstorableTextError(error)) return new AppError('bad_request', 'Text values must not contain NUL (U+0000) characters.')
+  return new AppError('internal', 'Internal server error.')
+}

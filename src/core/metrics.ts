@@ -1,0 +1,126 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type pg from 'pg'
+
+// One registry per process, exposed at /metrics. Labels are bounded: route patterns (never raw
+// paths), GraphQL operation names (capped), error codes from a fixed set.
+
+export const registry = new Registry()
+collectDefaultMetrics({ register: registry, prefix: 'vaultgate_' })
+
+export const httpRequests = new Counter({
+  name: 'vaultgate_http_requests_total',
+  help: 'HTTP requests by route pattern, method and status.',
+  labelNames: ['route', 'method', 'status'] as const,
+  registers: [registry],
+})
+
+export const httpDuration = new Histogram({
+  name: 'vaultgate_http_request_duration_seconds',
+  help: 'HTTP request latency by route pattern.',
+  labelNames: ['route', 'method'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [registry],
+})
+
+export const graphqlOperations = new Counter({
+  name: 'vaultgate_graphql_operations_total',
+  help: 'GraphQL operations by operation name and type.',
+  labelNames: ['operation', 'type'] as const,
+  registers: [registry],
+})
+
+export const graphqlDuration = new Histogram({
+  name: 'vaultgate_graphql_operation_duration_seconds',
+  help: 'GraphQL execution latency by operation name.',
+  labelNames: ['operation'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [registry],
+})
+
+export const errorsByCode = new Counter({
+  name: 'vaultgate_errors_total',
+  help: 'Errors answered to clients, by error code (REST and GraphQL).',
+  labelNames: ['code'] as const,
+  registers: [registry],
+})
+
+export const sqlDuration = new Histogram({
+  name: 'vaultgate_sql_statement_duration_seconds',
+  help: 'SQL statements sent by the Prisma client.',
+  labelNames: ['outcome'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+  registers: [registry],
+})
+
+export const cacheLookups = new Counter({
+  name: 'vaultgate_cache_lookups_total',
+  help: 'Response-cache and key-cache lookups by cache and result (hit, miss, or stale: an expired response answered while it is refreshed).',
+  labelNames: ['cache', 'result'] as const,
+  registers: [registry],
+})
+
+export const keyVerifications = new Counter({
+  name: 'vaultgate_api_key_verifications_total',
+  help: 'API-key verifications by result (active, or the reason it is not).',
+  labelNames: ['result'] as const,
+  registers: [registry],
+})
+
+const MAX_OPERATION_NAMES = 200
+const seenOperations = new Set<string>()
+
+/** Operation names come from clients: cap the label's cardinality. */
+export function operationLabel(name: string | undefined | null): string {
+  if (!name) return 'anonymous'
+  if (seenOperations.has(name)) return name
+  if (seenOperations.size >= MAX_OPERATION_NAMES || !/^[_A-Za-z][_0-9A-Za-z]{0,63}$/.test(name)) return 'other'
+  seenOperations.add(name)
+  return name
+}
+
+let currentPool: pg.Pool | undefined
+
+// Read at scrape time; zero in embedded mode (PGlite has no pool).
+new Gauge({
+  name: 'vaultgate_db_pool_connections',
+  help: 'Open connections in the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.totalCount ?? 0)
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_idle',
+  help: 'Idle connections in the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.idleCount ?? 0)
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_in_use',
+  help: 'PostgreSQL pool connections checked out by queries.',
+  registers: [registry],
+  collect() {
+    this.set((currentPool?.totalCount ?? 0) - (currentPool?.idleCount ?? 0))
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_pool_waiting',
+  help: 'Requests waiting for a PostgreSQL connection.',
+  registers: [registry],
+  collect() {
+    this.set(currentPool?.waitingCount ?? 0)
+  },
+})
+
+export function observePool(pool: pg.Pool | undefined) {
+  currentPool = pool
+}
+
+export const rateLimitDecisions = new Counter({
+  name: 'vaultgate_rate_limit_decisions_total',
+  help: 'Rate-limit decisions by bucket (public, keys, verify) and result (allowed, limited, fallback = counted in-process because Redis did not answer).',
+  labelNames: ['bucket', 'result'] as const,
+  registers: [registry],
+})

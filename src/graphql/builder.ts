@@ -1,0 +1,37 @@
+import SchemaBuilder from '@pothos/core'
+import PrismaPlugin from '@pothos/plugin-prisma'
+import RelayPlugin from '@pothos/plugin-relay'
+import type { Context } from './context.js'
+import { prisma } from '../db/client.js'
+import type { Decimal } from '../core/decimal.js'
+import { getDatamodel } from '../generated/pothos-types.js'
+import type PrismaTypes from '../generated/pothos-types.js'
+
+export const builder = new SchemaBuilder<{
+  Context: Context
+  PrismaTypes: PrismaTypes
+  DefaultFieldNullability: false
+  Scalars: {
+    ID: { Input: string; Output: string }
+    Decimal: { Input: string; Output: Decimal | { toFixed(): string } | string }
+    DateTime: { Input: Date; Output: Date }
+    UnixMs: { Input: number; Output: Date | number }
+  }
+}>({
+  plugins: [PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  prisma: {
+    // Read at call time: the client is created at boot (embedded PGlite or PostgreSQL).
+    client: () => prisma,
+    dmmf: getDatamodel(),
+    filterConnectionTotalCount: true,
+    onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
+  },
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+  },
+})
+
+builder.queryType({})
+builder.mutationType({})

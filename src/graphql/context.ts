@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto'
+import type { Viewer } from '../auth/viewer.js'
+import { systemClock, type Clock } from '../core/clock.js'
+import type { Deadline } from '../core/deadlines.js'
+import { AppError } from '../core/errors.js'
+import { createLoaders, type Loaders } from './loaders.js'
+
+/** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
+export interface Context {
+  request: Request
+  requestId: string
+  /** Lazily built per request; never shared across requests. */
+  readonly loaders: Loaders
+  now: Date
+  /** The app's clock (tests inject one); `now` is its reading when the request began. */
+  clock: Clock
+  /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
+  viewer(): Promise<Viewer>
+  /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
+  readonly signal: AbortSignal
+}
+
+/** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
+export interface RequestScope {
+  requestId?: string
+  deadline?: Deadline
+}
+
+const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
+
+/** The one context factory, used by GraphQL and the REST shim alike. */
+export function createContext({
+  request,
+  requestId,
+  deadline,
+  now,
+  clock = systemClock,
+  authenticate = notConfigured,
+}: RequestScope & {
+  request: Request
+  now?: Date
+  clock?: Clock
+  authenticate?: (request: Request) => Promise<Viewer>
+}): Context {
+  let loaders: Loaders | undefined
+  let viewer: Promise<Viewer> | undefined
+  return {
+    request,
+    requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
+    get loaders() {
+      loaders ??= createLoaders()
+      return loaders
+    },
+    now: now ?? clock(),
+    clock,
+    viewer: () => (viewer ??= authenticate(request)),
+    // The deadline's signal is made on first use: most requests never ask for it.
+    get signal() {
+      return deadline?.signal ?? request.signal
+    },
+  }
+}

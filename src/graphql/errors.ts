@@ -1,0 +1,61 @@
+// createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
+// second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
+import { createGraphQLError, type Plugin } from 'graphql-yoga'
+import { isErrorCode, isGraphQLError, toAppError } from '../core/errors.js'
+import { logger } from '../core/log.js'
+
+/**
+ * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
+ * validation errors become `bad_request`; anything else is logged and answered as `internal`
+ * (or `unavailable` when the database is unreachable), never with its message or stack.
+ */
+export function maskError(error: unknown): Error {
+  if (isGraphQLError(error)) {
+    const original = error.originalError
+    if (!original || isGraphQLError(original)) {
+      if (isErrorCode(error.extensions.code)) return error
+      return createGraphQLError(error.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        extensions: { ...error.extensions, code: 'bad_request' },
+      })
+    }
+    const app = toAppError(original)
+    if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
+    return createGraphQLError(app.message, {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path: error.path,
+      extensions: app.extensions,
+    })
+  }
+  const app = toAppError(error)
+  logger.error({ err: error }, 'request failed')
+  return app
+}
+
+/**
+ * Validation errors get the `bad_request` code like every other client mistake, without graphql-js'
+ * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
+ */
+export const useValidationErrorCodes = (): Plugin => ({
+  onValidate:
+    () =>
+    ({ valid, result, setResult }) => {
+      if (valid) return
+      setResult(
+        result.map((e) =>
+          createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+            nodes: e.nodes,
+            source: e.source,
+            positions: e.positions,
+            path: e.path,
+            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400 } },
+          }),
+        ),
+      )
+    },
+})

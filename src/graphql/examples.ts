@@ -1,0 +1,170 @@
+import type { GraphiQLOptions } from 'graphql-yoga'
+
+// GraphiQL opens with one document of example operations, together covering every query and
+// mutation (test/graphql/graphiql.test.ts checks that, and that each one validates and runs). One document
+// rather than one tab each: the bundled GraphiQL does not load a default tab's variables, nor
+// refresh its editors when switching between default tabs. So the examples take literal
+// arguments, and the run button asks which operation to run.
+
+/** Ids to put in the examples: the demo data's when it is loaded, placeholders otherwise. */
+export interface ExampleIds {
+  vaultId: string
+  wallet: string
+  walletVaultId: string
+}
+
+export const PLACEHOLDER_IDS: ExampleIds = {
+  vaultId: 'usdc-prime',
+  wallet: '0x0000000000000000000000000000000000000000',
+  walletVaultId: 'usdc-prime',
+}
+
+/** Example ids from the demo data's hints (the wallet with an open position, when there is one). */
+export function exampleIdsFromHints(hints: { vaultIds: string[]; wallets: { address: string; vaultId: string; note: string }[] }): ExampleIds {
+  const wallet = hints.wallets.find((w) => w.note.startsWith('open position')) ?? hints.wallets[0]
+  return {
+    vaultId: hints.vaultIds[0] ?? PLACEHOLDER_IDS.vaultId,
+    wallet: wallet?.address ?? PLACEHOLDER_IDS.wallet,
+    walletVaultId: wallet?.vaultId ?? PLACEHOLDER_IDS.walletVaultId,
+  }
+}
+
+export interface ExampleOperation {
+  /** One named operation with literal arguments; its comment lines explain it. */
+  query: string
+  /** Request headers it needs (documented in its comments: GraphiQL's Headers pane). */
+  headers?: Record<string, string>
+}
+
+// Key management acts for the wallet of the caller's wallet session, so these need headers.
+const SESSION_HEADERS = { Authorization: 'Bearer <WALLET_SESSION_JWT>' }
+const SESSION_HELP = `# Needs a wallet session: open Headers (below) and enter
+#   {"Authorization": "Bearer <WALLET_SESSION_JWT>"}
+# with the JWT of your embedded-wallet identity provider. If
+# the token holds several EVM wallets, add the one to act for:
+#   "X-Service-Wallet": "0x…"
+# The wallet must be on the allowlist.`
+
+const SESSION_SHORT = `# Headers: {"Authorization": "Bearer <WALLET_SESSION_JWT>"},
+# plus "X-Service-Wallet": "0x…" when the token holds several
+# EVM wallets (see ApiKey above).`
+
+const apiKeyExamples: ExampleOperation[] = [
+  {
+    query: `# The caller's active API key (null when it has none).
+${SESSION_HELP}
+query ApiKey {
+  apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# Creates an API key for the order exchange, revoking the
+# previous one. apiKey (the raw key) is shown this once: keep it
+# in a server-side secret store.
+${SESSION_SHORT}
+mutation CreateApiKey {
+  createApiKey(keyPrefix: "my-desk") { id keyPrefix createdAtMs expiresAtMs apiKey }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# Revokes the caller's key; revoked is false when it had none.
+${SESSION_SHORT}
+mutation RevokeApiKey {
+  revokeApiKey { revoked }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+]
+
+export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOperation[] {
+  return [
+    {
+      query: `# A vault's metadata with live values and its current composition.
+# Amounts (tvl, sharePrice, …) are exact decimal strings;
+# timestamps are RFC 3339 UTC.
+query Vault {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
+    id name chain chainId symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
+    contract { address }
+    depositConstraints { maxDeposit minDeposit paused }
+    withdrawConstraints { instantLiquidity instantSlippageMaxBps redeem24hThresholdPctOfAum redeem48hAboveThreshold }
+    icons { dark light }
+    apiEndpoint description docsUrl inceptionDate strategyBrief
+    composition(groupBy: platform) { asOf positions { platform asset symbol pct apyEstPct icon } }
+  }
+}
+`,
+    },
+    {
+      query: `# Vaults by id, 1 to 200 per page; filter by chain and status.
+# Next page: pageInfo.endCursor as \`after\` while hasNextPage.
+query Vaults {
+  vaults(first: 10, status: active) {
+    edges { node { id name chain status tvl sharePrice } }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+`,
+    },
+    {
+      query: `# Composition over time, ready for a stacked area chart:
+# one weight per label per point. timeframe: P7D (hourly),
+# P30D (6-hourly), P1Y (daily), ALL (weekly);
+# groupBy: platform | asset.
+query CompositionSeries {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
+    id
+    byAsset: composition(groupBy: asset) { asOf positions { asset pct apyEstPct } }
+    compositionSeries(timeframe: P30D, groupBy: asset) { groupBy timeframe labels points { t weightsPct } }
+  }
+}
+`,
+    },
+    {
+      query: `# A wallet: its transactions in one vault (newest first,
+# paged), its pending redeems across vaults, its position
+# summary in that vault, and all its open positions.
+query Wallet {
+  user(address: ${JSON.stringify(ids.wallet)}) {
+    address
+    transactions(vaultId: ${JSON.stringify(ids.walletVaultId)}, first: 20) {
+      edges { node { id vaultId type status amount timestamp txHash } }
+      pageInfo { hasNextPage endCursor }
+    }
+    pendingRedeems { asOf totalPending averageRedeemDelay pendingRedeems { vaultId amount submittedAt txHash } }
+    position(vaultId: ${JSON.stringify(ids.walletVaultId)}) { vaultId shareBalance sharePrice positionValueUsd totalDeposits allTimeEarned firstDepositAt }
+    positions { vaultId shareBalance positionValueUsd }
+  }
+}
+`,
+    },
+    ...apiKeyExamples,
+  ]
+}
+
+const INTRO = `# vaultgate: example operations for every query and mutation.
+# Run one: the run button, then its name (or Ctrl-Enter with
+# the cursor inside it). Field descriptions: the Docs button
+# on the left. The REST reference: /docs.
+`
+
+/** The document GraphiQL opens with: every example operation. */
+export function exampleDocument(ids: ExampleIds = PLACEHOLDER_IDS): string {
+  return [INTRO, ...exampleOperations(ids).map((e) => e.query)].join('\n')
+}
+
+/** Yoga's GraphiQL options: the examples in the editor, the variables and headers pane open. */
+export function graphiqlOptions(ids: ExampleIds = PLACEHOLDER_IDS): GraphiQLOptions {
+  return {
+    title: 'vaultgate GraphiQL',
+    defaultQuery: exampleDocument(ids),
+    defaultEditorToolsVisibility: 'headers',
+    // Headers typed in GraphiQL may hold wallet-session tokens: keep them out of local storage.
+    shouldPersistHeaders: false,
+  }
+}

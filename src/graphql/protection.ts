@@ -1,0 +1,120 @@
+import { costLimitPlugin } from '@escape.tech/graphql-armor-cost-limit'
+import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases'
+import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth'
+import { maxDirectivesPlugin } from '@escape.tech/graphql-armor-max-directives'
+import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens'
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
+import { getOperationAST, type ASTVisitor, type FieldNode, type GraphQLError, type ValidationContext } from 'graphql'
+import { createGraphQLError, type Plugin } from 'graphql-yoga'
+import type { Config } from '../config.js'
+import type { Context } from './context.js'
+import { AppError } from '../core/errors.js'
+
+/** Header a GET (or form-encoded) GraphQL request must carry, so a cross-site page cannot send one blind. */
+export const CSRF_HEADERS = ['x-graphql-csrf', 'x-graphql-yoga-csrf', 'apollo-require-preflight']
+
+// Limit violations become ordinary validation errors (reported, not thrown), so they reach
+// useValidationErrorCodes and answer `bad_request` with status 400 like any other invalid query.
+// graphql-armor words them "Syntax Error: …", but the syntax is fine: the prefix goes.
+const report = {
+  propagateOnRejection: false,
+  onReject: [(ctx: ValidationContext | null, error: GraphQLError) => ctx?.reportError(createGraphQLError(error.message.replace(/^Syntax Error: /, '')))],
+}
+
+/**
+ * Static limits on what one GraphQL document may ask for (graphql-armor), checked after parsing
+ * and before anything runs: depth, aliases, a cost estimate, tokens and directives. Introspection
+ * is refused when turned off (production default), and simple cross-site requests are refused
+ * (CSRF prevention). Introspection queries are exempt from depth and cost, so GraphiQL's own
+ * schema query works wherever introspection is on.
+ */
+export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
+  const g = config.graphql
+  const plugins: Plugin[] = [
+    csrfPrevention(),
+    maxTokensPlugin({ n: g.maxTokens }) as Plugin,
+    maxDepthPlugin({ n: g.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...report }) as Plugin,
+    maxAliasesPlugin({ n: g.maxAliases, ...report }) as Plugin,
+    costLimitPlugin({ maxCost: g.maxCost, ignoreIntrospection: true, ...report }) as Plugin,
+    maxDirectivesPlugin({ n: g.maxDirectives, ...report }) as Plugin,
+    useRequestDeadline(),
+    useNoSuggestions(),
+  ]
+  if (!g.introspection) plugins.push({ onValidate: ({ addValidationRule }) => addValidationRule(noIntrospection) })
+  return plugins
+}
+
+/**
+ * Refuses `__schema` and `__type` (`__typename` stays: clients need it). Written out rather than
+ * graphql-js' NoSchemaIntrospectionCustomRule, which type-checks with `instanceof` and breaks
+ * when a process holds two copies of graphql (its CommonJS and ESM builds).
+ */
+const noIntrospection = (context: ValidationContext): ASTVisitor => ({
+  Field(node: FieldNode) {
+    if (node.name.value === '__schema' || node.name.value === '__type') {
+      context.reportError(createGraphQLError(`GraphQL introspection is disabled on this server; the query asks for "${node.name.value}".`, { nodes: [node] }))
+    }
+  },
+})
+
+/**
+ * Yoga's CSRF prevention: a request without a preflight-forcing Content-Type (a GET, a form post,
+ * text/plain) must carry one of CSRF_HEADERS. Refusals answer like every other client mistake,
+ * `bad_request` 400, with a sentence saying what to send.
+ */
+function csrfPrevention(): Plugin {
+  const check = useCSRFPrevention({ requestHeaders: CSRF_HEADERS }).onRequestParse!
+  return {
+    onRequestParse(payload) {
+      try {
+        return check(payload)
+      } catch {
+        throw new AppError(
+          'bad_request',
+          'A GET or form-encoded GraphQL request must carry the X-GraphQL-CSRF header (any value); or POST with Content-Type: application/json.',
+        )
+      }
+    },
+  }
+}
+
+/**
+ * Queries run under the request's deadline signal (see requestDeadline): past it, the executor
+ * answers `unavailable` and starts no further resolver. Mutations run to the end so that a write
+ * is never left half-answered (its statements are bounded by DB_STATEMENT_TIMEOUT_MS instead).
+ */
+export function useRequestDeadline(): Plugin {
+  return {
+    onExecute({ args }) {
+      const op = getOperationAST(args.document, args.operationName)
+      if (op?.operation !== 'query') return
+      const signal = (args.contextValue as Partial<Context>).signal
+      // @ts-expect-error the executor (graphql-tools) reads `signal`; envelop's typing lacks it
+      if (signal) args.signal = signal
+    },
+  }
+}
+
+/**
+ * No "Did you mean …?" in variable errors either (useValidationErrorCodes strips them from
+ * validation errors): suggestions reveal schema that introspection may hide.
+ */
+export function useNoSuggestions(): Plugin {
+  const strip = (e: GraphQLError) =>
+    / Did you mean .*\?$/.test(e.message)
+      ? createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+          nodes: e.nodes,
+          source: e.source,
+          positions: e.positions,
+          path: e.path,
+          extensions: e.extensions,
+        })
+      : e
+  return {
+    onExecute: () => ({
+      onExecuteDone({ result, setResult }) {
+        if ('errors' in result && result.errors?.length) setResult({ ...result, errors: result.errors.map(strip) })
+      },
+    }),
+  }
+}

@@ -1,0 +1,98 @@
+import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
+
+// Which GraphQL operations may be answered from the shared response cache (src/http/response-cache.ts):
+// queries that only read public data, the same for every caller.
+
+/** Types whose every field is the same for every caller (no viewer, no wallet, no key). */
+export const PUBLIC_TYPES = new Set([
+  'Vault',
+  'Contract',
+  'DepositConstraints',
+  'WithdrawConstraints',
+  'Icons',
+  'Composition',
+  'CompositionPosition',
+  'CompositionSeries',
+  'CompositionPoint',
+  'VaultConnection',
+  'VaultEdge',
+  'PageInfo',
+])
+/** Root fields that return public types. */
+export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
+
+const MAX_DOCUMENTS = 1000
+
+/**
+ * Whether a GraphQL operation may be answered from the shared cache: a query whose every selected
+ * field belongs to a public type (introspection and unknown fields are not). Memoised per
+ * document text, so the walk runs once per distinct query.
+ */
+export function publicOperationCheck(schema: GraphQLSchema): (query: string, operationName: string | undefined) => boolean {
+  const memo = new Map<string, boolean>()
+  return (query, operationName) => {
+    const key = `${operationName ?? ''}\u0000${query}`
+    let answer = memo.get(key)
+    if (answer === undefined) {
+      answer = isPublicOperation(schema, query, operationName)
+      if (memo.size >= MAX_DOCUMENTS) memo.clear()
+      memo.set(key, answer)
+    }
+    return answer
+  }
+}
+
+export function isPublicOperation(schema: GraphQLSchema, query: string, operationName: string | undefined): boolean {
+  let document: DocumentNode
+  try {
+    document = parse(query)
+  } catch {
+    return false
+  }
+  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
+  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined
+  const queryType = schema.getQueryType()
+  if (operation?.operation !== 'query' || !queryType) return false
+  const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
+  return selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set())
+}
+
+// A hand-written walk over the schema's own objects (getType, getFields, ofType) rather than
+// graphql-js' TypeInfo: a test runner may load a second copy of graphql, whose instanceof checks
+// would reject this schema. An invalid document is simply not cacheable; Yoga reports its errors.
+function selectsPublicFieldsOnly(
+  schema: GraphQLSchema,
+  typeName: string,
+  selectionSet: SelectionSetNode,
+  fragments: Map<string, FragmentDefinitionNode>,
+  spread: Set<string>,
+): boolean {
+  const isRoot = typeName === schema.getQueryType()?.name
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) {
+      const name = selection.name.value
+      if (name === '__typename') continue
+      if (isRoot ? !PUBLIC_QUERY_FIELDS.has(name) : !PUBLIC_TYPES.has(typeName)) return false
+      const fields = (schema.getType(typeName) as { getFields?: () => Record<string, { type: unknown }> } | undefined)?.getFields?.()
+      const field = fields?.[name]
+      if (!field) return false
+      let type = field.type as { ofType?: unknown; name?: string }
+      while (type.ofType) type = type.ofType as typeof type
+      if (
+        selection.selectionSet &&
+        !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))
+      )
+        return false
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      const on = selection.typeCondition?.name.value ?? typeName
+      if (on !== typeName || !selectsPublicFieldsOnly(schema, on, selection.selectionSet, fragments, spread)) return false
+    } else {
+      const fragment = fragments.get(selection.name.value)
+      if (!fragment || fragment.typeCondition.name.value !== typeName) return false
+      if (spread.has(fragment.name.value)) continue
+      spread.add(fragment.name.value)
+      if (!selectsPublicFieldsOnly(schema, typeName, fragment.selectionSet, fragments, spread)) return false
+    }
+  }
+  return true
+}

@@ -1,0 +1,80 @@
+import { builder } from '../builder.js'
+import { isOpen, type PositionSummary } from '../../wallets/position.js'
+import { notFound } from '../../core/errors.js'
+import { positionsOf } from '../../wallets/store.js'
+import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as PendingRedeemsShape } from '../../wallets/store.js'
+import { TransactionTypeEnum } from './transaction.js'
+import { User } from './user.js'
+
+// Named UserPosition: `Position` is the composition's allocation entry in the spec.
+export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').implement({
+  description:
+    "A wallet's position in one vault (the spec's user position summary). Out-flows (withdraw and redeem, completed or pending) have left the balance; amounts are exact, derived ones rounded once to 18 decimals.",
+  fields: (t) => ({
+    vaultId: t.exposeID('vaultId'),
+    asOf: t.field({ type: 'DateTime', description: 'The time of the request.', resolve: (_p, _a, ctx) => ctx.now }),
+    shareBalance: t.expose('shareBalance', {
+      type: 'Decimal',
+      description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.',
+    }),
+    sharePrice: t.expose('sharePrice', { type: 'Decimal', description: "The vault's share price, in base-asset units." }),
+    positionValueUsd: t.expose('positionValueUsd', { type: 'Decimal', description: 'shareBalance × sharePrice × the base asset’s USD price.' }),
+    totalDeposits: t.expose('totalDeposits', { type: 'Decimal', description: 'Sum of completed deposit amounts, in base-asset units.' }),
+    allTimeEarned: t.expose('allTimeEarned', {
+      type: 'Decimal',
+      description: 'shareBalance × sharePrice + withdrawn and redeemed amounts − totalDeposits, in base-asset units; negative for a loss.',
+    }),
+    firstDepositAt: t.expose('firstDepositAt', { type: 'DateTime', description: 'Submission time of the earliest completed deposit.' }),
+  }),
+})
+
+export const PendingRedeem = builder.objectRef<PendingRedeemRow>('PendingRedeem').implement({
+  fields: (t) => ({
+    vaultId: t.exposeID('vaultId'),
+    amount: t.expose('amount', { type: 'Decimal', description: 'In base-asset units.' }),
+    submittedAt: t.expose('submittedAt', { type: 'DateTime' }),
+    transactionType: t.expose('transactionType', { type: TransactionTypeEnum }),
+    txHash: t.exposeString('txHash'),
+  }),
+})
+
+export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRedeems').implement({
+  description: "A wallet's redeems that are still pending, across vaults.",
+  fields: (t) => ({
+    address: t.exposeString('address'),
+    asOf: t.expose('asOf', { type: 'DateTime', description: 'The time of the request.' }),
+    pendingRedeems: t.expose('pendingRedeems', { type: [PendingRedeem], description: 'Oldest first.' }),
+    totalPending: t.expose('totalPending', { type: 'Decimal', description: 'Exact sum of the pending amounts.' }),
+    averageRedeemDelay: t.exposeInt('averageRedeemDelay', {
+      description:
+        'Seconds, rounded down: the mean time from submission to completion of the redeems (any wallet’s) completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without such history.',
+    }),
+  }),
+})
+
+builder.objectFields(User, (t) => ({
+  pendingRedeems: t.field({
+    type: PendingRedeems,
+    resolve: (user, _args, ctx) => pendingRedeemsOf(user.address, ctx.now),
+  }),
+  position: t.field({
+    type: UserPosition,
+    nullable: true,
+    description: 'The position in one vault; null when the wallet never completed a deposit there. An unknown vault is a not_found error.',
+    args: { vaultId: t.arg.id({ required: true }) },
+    resolve: async (user, args, ctx) => {
+      const result = await ctx.loaders.position.load({ address: user.address, vaultId: args.vaultId })
+      if (result === undefined) throw notFound(`Vault ${args.vaultId} not found.`)
+      return result
+    },
+  }),
+  positions: t.field({
+    type: [UserPosition],
+    description: 'Positions in every vault where the wallet holds shares (with includeClosed, also those fully withdrawn), by vault id.',
+    args: { includeClosed: t.arg.boolean({ defaultValue: false, required: true }) },
+    resolve: async (user, args) => {
+      const all = await positionsOf(user.address)
+      return args.includeClosed ? all : all.filter(isOpen)
+    },
+  }),
+}))

@@ -1,0 +1,61 @@
+import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
+import { builder } from '../builder.js'
+import { checkPageSize } from '../../core/page.js'
+import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
+import { notFound } from '../../core/errors.js'
+import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
+import { User } from './user.js'
+
+export const TransactionTypeEnum = builder.enumType(TransactionType, { name: 'TransactionType' })
+
+export const TransactionStatusEnum = builder.enumType(TransactionStatus, { name: 'TransactionStatus' })
+
+export const Transaction = builder.objectRef<TransactionRow>('Transaction').implement({
+  description: "One of a wallet's transactions in a vault.",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    vaultId: t.exposeID('vaultId'),
+    type: t.expose('type', { type: TransactionTypeEnum }),
+    status: t.expose('status', { type: TransactionStatusEnum }),
+    amount: t.expose('amount', { type: 'Decimal', description: 'In base-asset units.' }),
+    timestamp: t.expose('timestamp', { type: 'DateTime', description: 'When the transaction was submitted.' }),
+    txHash: t.exposeString('txHash'),
+  }),
+})
+
+export const TransactionConnection = builder.connectionObject(
+  { type: Transaction, name: 'TransactionConnection', edgesNullable: { list: false, items: false }, nodeNullable: false },
+  { name: 'TransactionEdge' },
+)
+
+builder.objectField(User, 'transactions', (t) =>
+  t.field({
+    type: TransactionConnection,
+    description:
+      "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
+    args: {
+      vaultId: t.arg.id({ required: true }),
+      type: t.arg({ type: TransactionTypeEnum, description: 'Only transactions of this type.' }),
+      first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
+      after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page of the same list.' }),
+    },
+    resolve: async (user, args) => {
+      const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
+      const limit = checkPageSize(args.first, 'limit')
+      const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter)
+      const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
+      // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
+      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${filter.vaultId} not found.`)
+      const edges = rows.map((row) => ({ cursor: encodeCursor(filter, row), node: row }))
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage,
+          hasPreviousPage: after !== null,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      }
+    },
+  }),
+)

@@ -1,0 +1,127 @@
+import { builder } from '../builder.js'
+import { prisma } from '../../db/client.js'
+import { checkPageArgs, PAGE_SIZE } from '../../core/page.js'
+import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
+
+export const VaultStatusEnum = builder.enumType(VaultStatus, { name: 'VaultStatus' })
+
+export const Contract = builder.objectRef<{ address: string }>('Contract').implement({
+  description: "The vault's on-chain contract.",
+  fields: (t) => ({
+    address: t.exposeString('address'),
+  }),
+})
+
+export const DepositConstraints = builder
+  .objectRef<{ maxDeposit: Prisma.Decimal | null; minDeposit: Prisma.Decimal | null; paused: boolean | null }>('DepositConstraints')
+  .implement({
+    description: 'Limits on deposits; each is null when the vault publishes none.',
+    fields: (t) => ({
+      maxDeposit: t.expose('maxDeposit', { type: 'Decimal', nullable: true, description: 'In base-asset units.' }),
+      minDeposit: t.expose('minDeposit', { type: 'Decimal', nullable: true, description: 'In base-asset units.' }),
+      paused: t.exposeBoolean('paused', { nullable: true }),
+    }),
+  })
+
+export const WithdrawConstraints = builder
+  .objectRef<{
+    instantLiquidity: boolean | null
+    instantSlippageMaxBps: number | null
+    redeem24hThresholdPctOfAum: number | null
+    redeem48hAboveThreshold: boolean | null
+  }>('WithdrawConstraints')
+  .implement({
+    description: 'Conditions on withdrawals; each is null when the vault publishes none.',
+    fields: (t) => ({
+      instantLiquidity: t.exposeBoolean('instantLiquidity', { nullable: true }),
+      instantSlippageMaxBps: t.exposeInt('instantSlippageMaxBps', { nullable: true, description: 'Basis points.' }),
+      redeem24hThresholdPctOfAum: t.exposeFloat('redeem24hThresholdPctOfAum', { nullable: true, description: 'Percent (0-100) of assets under management.' }),
+      redeem48hAboveThreshold: t.exposeBoolean('redeem48hAboveThreshold', { nullable: true }),
+    }),
+  })
+
+export const Icons = builder.objectRef<{ dark: string | null; light: string | null }>('Icons').implement({
+  description: 'Icon URLs for dark and light backgrounds.',
+  fields: (t) => ({
+    dark: t.exposeString('dark', { nullable: true }),
+    light: t.exposeString('light', { nullable: true }),
+  }),
+})
+
+export const Vault = builder.prismaObject('Vault', {
+  description: 'An investment vault with its live values.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    chain: t.exposeString('chain'),
+    chainId: t.exposeString('chainId', { nullable: true }),
+    symbol: t.exposeString('symbol', { description: "The vault share's symbol." }),
+    baseAsset: t.exposeString('baseAsset', { description: 'The asset deposited and redeemed; amounts are in its units.' }),
+    status: t.expose('status', { type: VaultStatusEnum }),
+    tvl: t.expose('tvl', { type: 'Decimal', description: 'Total value locked, in base-asset units.' }),
+    sharePrice: t.expose('sharePrice', { type: 'Decimal', description: 'Price of one share, in base-asset units.' }),
+    perfFeeBps: t.exposeInt('perfFeeBps', { description: 'Performance fee, in basis points.' }),
+    mgmtFeeBps: t.exposeInt('mgmtFeeBps', { nullable: true, description: 'Management fee, in basis points.' }),
+    contract: t.field({ type: Contract, resolve: (v) => ({ address: v.contractAddress }) }),
+    depositConstraints: t.field({
+      type: DepositConstraints,
+      resolve: (v) => ({ maxDeposit: v.maxDeposit, minDeposit: v.minDeposit, paused: v.depositPaused }),
+    }),
+    withdrawConstraints: t.field({
+      type: WithdrawConstraints,
+      resolve: (v) => ({
+        instantLiquidity: v.instantLiquidity,
+        instantSlippageMaxBps: v.instantSlippageMaxBps,
+        redeem24hThresholdPctOfAum: v.redeem24hThresholdPctOfAum,
+        redeem48hAboveThreshold: v.redeem48hAboveThreshold,
+      }),
+    }),
+    icons: t.field({ type: Icons, resolve: (v) => ({ dark: v.iconDark, light: v.iconLight }) }),
+    apiEndpoint: t.exposeString('apiEndpoint'),
+    description: t.exposeString('description', { nullable: true }),
+    docsUrl: t.exposeString('docsUrl', { nullable: true }),
+    inceptionDate: t.string({
+      nullable: true,
+      description: 'A calendar date, "YYYY-MM-DD".',
+      // Stored as a DATE, which Prisma reads as midnight UTC.
+      resolve: (v) => v.inceptionDate?.toISOString().slice(0, 10) ?? null,
+    }),
+    strategyBrief: t.exposeString('strategyBrief', { nullable: true }),
+  }),
+})
+
+builder.queryField('vault', (t) =>
+  t.prismaField({
+    type: 'Vault',
+    nullable: true,
+    description: 'One vault by id, or null when there is none.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, args) => prisma.vault.findUnique({ ...query, where: { id: args.id } }),
+  }),
+)
+
+builder.queryField('vaults', (t) =>
+  t.prismaConnection(
+    {
+      type: 'Vault',
+      cursor: 'id',
+      description: `Vaults ordered by id, optionally filtered. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
+      defaultSize: PAGE_SIZE.default,
+      maxSize: PAGE_SIZE.max,
+      args: {
+        chain: t.arg.string({ description: 'Only vaults on this chain.' }),
+        status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
+      },
+      resolve: (query, _root, args) => {
+        checkPageArgs(args)
+        return prisma.vault.findMany({
+          ...query,
+          where: { chain: args.chain ?? undefined, status: args.status ?? undefined },
+          orderBy: { id: 'asc' },
+        })
+      },
+    },
+    { name: 'VaultConnection' },
+    { name: 'VaultEdge' },
+  ),
+)

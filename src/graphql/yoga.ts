@@ -1,0 +1,54 @@
+import { createYoga, type YogaServerInstance } from 'graphql-yoga'
+import { guardKeyManagement } from '../auth/key-guard.js'
+import { createSessionAuth } from '../auth/session.js'
+import { resolveViewer } from '../auth/viewer.js'
+import type { Config } from '../config.js'
+import type { Clock } from '../core/clock.js'
+import type { RateLimits } from '../core/rate-limit.js'
+import { createContext, type Context, type RequestScope } from './context.js'
+import { maskError, useValidationErrorCodes } from './errors.js'
+import { graphiqlOptions, type ExampleIds } from './examples.js'
+import { useOperationMetrics } from './observability.js'
+import { protectionPlugins } from './protection.js'
+import { schema } from './schema/index.js'
+
+export type Yoga = YogaServerInstance<RequestScope, Context>
+
+/**
+ * The GraphQL server of /graphql and of the REST shim: the schema, the one context factory, error
+ * masking, metrics and the limits of src/graphql/protection.ts. The HTTP layer passes each
+ * request's id and deadline as Yoga's server context (`yoga.fetch(request, scope)`).
+ */
+export function createGatewayYoga({
+  config,
+  clock,
+  limits,
+  examples,
+}: {
+  config: Config
+  clock: Clock
+  limits: RateLimits
+  /** Ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start). */
+  examples?: ExampleIds | Promise<ExampleIds | undefined>
+}): Yoga {
+  const session = createSessionAuth(config.auth, clock)
+  return createYoga<RequestScope, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    context: ({ request, requestId, deadline }) =>
+      guardKeyManagement(createContext({ request, requestId, deadline, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), {
+        limits,
+        config,
+      }),
+    maskedErrors: { maskError },
+    graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
+    // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
+    // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
+    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
+    landingPage: false,
+    logging: false,
+    // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.
+    cors: false,
+    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
+  })
+}

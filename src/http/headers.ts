@@ -1,0 +1,128 @@
+import type { MiddlewareHandler } from 'hono'
+import { cors } from 'hono/cors'
+import type { Config } from '../config.js'
+import type { AppEnv } from './env.js'
+
+// The one response-header policy of the gateway: security headers, the content security policy
+// and CORS. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
+// them on every answer the routes give, and the early answers (src/http/early-answers.ts) build
+// their headers from the same function, so both paths answer the same by construction.
+
+/** The API answers JSON: nothing may be loaded, framed or submitted from it. */
+const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+/**
+ * HTML pages: the bundled GraphiQL (development, or GRAPHIQL=true) is one HTML file with inline
+ * scripts and styles that starts web workers from blob: URLs and talks only to this origin.
+ */
+export const HTML_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline' 'unsafe-eval' blob:",
+  "worker-src 'self' blob:",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ')
+
+/**
+ * On every answer: nosniff, no framing, no referrer, same-origin isolation and HSTS (the set
+ * Hono's secureHeaders() gives, written out so there is one list to read). A header a route set
+ * itself wins (a static file's own nosniff, a page's own CSP).
+ */
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'referrer-policy': 'no-referrer',
+  'strict-transport-security': 'max-age=15552000; includeSubDomains',
+  'x-content-type-options': 'nosniff',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-frame-options': 'DENY',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+}
+
+const CORS = {
+  allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+  allowHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'If-None-Match', 'X-GraphQL-CSRF'],
+  exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id'],
+  maxAge: 600,
+}
+const EXPOSE = CORS.exposeHeaders.join(',')
+
+/** Key management over REST; over GraphQL the key fields are checked by origin (src/auth/key-guard.ts). */
+export const isKeyPath = (path: string) => /^\/v1\/apiKey(\/|$)/.test(path)
+
+/** Paths that answer browsers' cross-origin requests at all: the public API (and key management, to its own origins). */
+const isCorsPath = (path: string) => path === '/graphql' || path.startsWith('/v1/')
+
+type Allowed = '*' | string[]
+const allows = (allowed: Allowed, origin: string) => allowed === '*' || allowed.includes(origin)
+
+/**
+ * CORS for an actual (non-preflight) request. Public reads (`/graphql`, `/v1` reads) follow
+ * CORS_ORIGINS (default `*`: the data is public and no request carries cookies); key management
+ * (`/v1/apiKey`) follows CORS_KEY_ORIGINS (default none). Credentials are never allowed. Admin and
+ * internal routes get no CORS headers at all.
+ */
+function corsHeaders(cors: Config['cors'], path: string, origin: string | null): Record<string, string> {
+  if (!isCorsPath(path)) return {}
+  let allowed: Allowed = cors.public
+  if (isKeyPath(path)) {
+    if (origin === null || !allows(cors.keys, origin)) return {}
+    allowed = cors.keys
+  }
+  const headers: Record<string, string> = { 'access-control-expose-headers': EXPOSE }
+  if (allowed === '*') headers['access-control-allow-origin'] = '*'
+  else {
+    if (origin !== null && allowed.includes(origin)) headers['access-control-allow-origin'] = origin
+    headers.vary = 'Origin'
+  }
+  return headers
+}
+
+/**
+ * Every policy header of an answer to `path` (security, CSP by content type, CORS by path and
+ * origin), lowercase names. Content-Type, caching and the request id are the route's own.
+ */
+export function policyHeaders(cors: Config['cors'], path: string, origin: string | null, contentType: string | null): Record<string, string> {
+  const html = (contentType ?? '').startsWith('text/html')
+  return { ...SECURITY_HEADERS, 'content-security-policy': html ? HTML_CSP : API_CSP, ...corsHeaders(cors, path, origin) }
+}
+
+/**
+ * Puts policyHeaders on the finished answer, on its Headers object: setting them through the
+ * context (or before the handler runs, as hono/cors does) makes Hono rebuild the handler's response
+ * around a stream, which costs more than a cached read itself. What a route set itself wins, but
+ * `Vary` accumulates.
+ */
+export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next()
+    const headers = c.res.headers
+    for (const [name, value] of Object.entries(policyHeaders(config.cors, c.req.path, c.req.header('origin') ?? null, headers.get('content-type')))) {
+      if (name === 'vary') headers.append(name, value)
+      else if (!headers.has(name) || name.startsWith('access-control-')) headers.set(name, value)
+    }
+  }
+}
+
+/** Answers CORS preflights (OPTIONS) on the public API and, for CORS_KEY_ORIGINS only, on key management. */
+export function corsPreflight(config: Pick<Config, 'cors'>): MiddlewareHandler<AppEnv> {
+  const forAllowed = (allowed: Allowed) =>
+    cors({ ...CORS, credentials: false, origin: allowed === '*' ? '*' : (origin) => (allowed.includes(origin) ? origin : null) })
+  const publicPreflight = forAllowed(config.cors.public)
+  const keyPreflight = forAllowed(config.cors.keys)
+  return async (c, next) => {
+    if (c.req.method !== 'OPTIONS') return next()
+    if (!isKeyPath(c.req.path)) return publicPreflight(c, next)
+    const origin = c.req.header('origin')
+    if (origin && allows(config.cors.keys, origin)) return keyPreflight(c, next)
+    return next()
+  }
+}

@@ -1,0 +1,36 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { MiddlewareHandler } from 'hono'
+import { AppError } from '../../core/errors.js'
+import type { AppEnv } from '../env.js'
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest()
+
+// The configured tokens' digests (a process has one admin and one internal token; tests a few more).
+const expectedDigests = new Map<string, Buffer>()
+
+/** Constant-time comparison of a presented bearer token with the configured one. */
+export function bearerMatches(header: string | undefined | null, expected: string): boolean {
+  const match = /^Bearer[ ]+(.+)$/i.exec(header ?? '')
+  if (!match?.[1]) return false
+  let digest = expectedDigests.get(expected)
+  if (!digest) {
+    if (expectedDigests.size >= 64) expectedDigests.clear()
+    digest = sha256(expected)
+    expectedDigests.set(expected, digest)
+  }
+  return timingSafeEqual(sha256(match[1].trim()), digest)
+}
+
+/**
+ * Routes behind `Authorization: Bearer <token>`: absent (404) while the token is not configured,
+ * 401 for any other bearer. `name`: the setting, e.g. ADMIN_TOKEN.
+ */
+export function requireBearer(token: string | undefined, name: string, what: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
+    if (!bearerMatches(c.req.header('authorization'), token)) {
+      throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
+    }
+    await next()
+  }
+}

@@ -1,0 +1,76 @@
+import type { MiddlewareHandler } from 'hono'
+import { Deadline } from '../../core/deadlines.js'
+import { AppError } from '../../core/errors.js'
+import type { AppEnv } from '../env.js'
+import { smallBodyLimit } from './body-limit.js'
+
+/** Bodies larger than `maxBytes` are refused before they are read whole: 400 `bad_request`. */
+export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  return smallBodyLimit<AppEnv>({
+    maxSize: maxBytes,
+    onError: () => {
+      throw new AppError('bad_request', `The request body is larger than ${maxBytes} bytes.`)
+    },
+  })
+}
+
+/**
+ * Gives every request a deadline: after `ms` its signal aborts with `unavailable`. GraphQL queries
+ * (and the REST reads built on them) stop there: the executor answers at once and starts no
+ * further resolver, so no further SQL is sent. Mutations are never cut short (see
+ * useRequestDeadline in src/graphql/protection.ts). A statement already running in PostgreSQL ends
+ * at DB_STATEMENT_TIMEOUT_MS.
+ */
+export function requestDeadline(ms: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const deadline = Deadline.in(ms, c.req.raw.signal)
+    c.set('deadline', deadline)
+    try {
+      await next()
+    } finally {
+      deadline.end()
+    }
+  }
+}
+
+/**
+ * Answers `unavailable` after `ms` whatever the handler is waiting for (the handler's own work is
+ * left to finish or fail). For probes such as /readyz, which must answer even when the database
+ * neither answers nor refuses (a network partition).
+ */
+export function answerWithin(ms: number, message: string): MiddlewareHandler<AppEnv> {
+  return async (_c, next) => {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AppError('unavailable', message)), ms)
+    })
+    const work = next()
+    work.catch(() => {})
+    try {
+      await Promise.race([work, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/**
+ * Yoga answers a request whose Accept header allows no format it serves (say, a browser asking
+ * /graphql for HTML while GraphiQL is off) with an empty 406: give it a body saying what to accept.
+ */
+export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next()
+  if (c.res.status === 406 && !c.res.headers.get('content-type')) {
+    c.res = new Response(
+      JSON.stringify({
+        errors: [
+          {
+            message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+            extensions: { code: 'bad_request' },
+          },
+        ],
+      }),
+      { status: 406, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' } },
+    )
+  }
+}

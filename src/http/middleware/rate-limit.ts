@@ -1,0 +1,50 @@
+import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import type { Bucket, RateLimits } from '../../core/rate-limit.js'
+import type { AppEnv } from '../env.js'
+
+/**
+ * The client's IP address: the socket's peer, or, behind `hops` trusted proxies, the address the
+ * outermost of them saw (counted from the right of X-Forwarded-For, since entries further left
+ * are whatever the client chose to send). `env`: @hono/node-server's bindings (absent in process).
+ */
+export function clientIpOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string {
+  if (hops > 0) {
+    const forwarded = (forwardedFor ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+    if (forwarded.length > 0) return forwarded[Math.max(0, forwarded.length - hops)]!
+  }
+  // In-process requests (tests, app.fetch without a server) have no socket.
+  type Bindings = { incoming?: { socket?: { remoteAddress?: string } } }
+  const outer = env as (Bindings & { server?: Bindings }) | undefined
+  return (outer?.server ?? outer)?.incoming?.socket?.remoteAddress ?? 'unknown'
+}
+
+export function clientIp(c: HonoContext, hops: number): string {
+  return clientIpOf(c.req.header('x-forwarded-for'), c.env, hops)
+}
+
+/**
+ * Counts the request once for `bucket`/`key`, however many layers ask (the early answers count a
+ * cache hit's client, and a request they hand on to the routes must not be counted again).
+ */
+export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bucket, key: string): Promise<void> {
+  let counted = c.get('counted')
+  if (!counted) c.set('counted', (counted = {}))
+  let verdict = counted[bucket]
+  if (!verdict) {
+    verdict = limits.consume(bucket, key)
+    counted[bucket] = verdict
+    verdict.catch(() => {})
+  }
+  return verdict
+}
+
+/** Answers 429 `rate_limited` (with Retry-After) once the client IP is over its per-minute budget. */
+export function limitByClientIp(limits: RateLimits, hops: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await countOnce(c, limits, 'public', clientIp(c, hops))
+    await next()
+  }
+}

@@ -1,0 +1,52 @@
+import { Hono } from 'hono'
+import { addToAllowlist, listAllowlist, removeFromAllowlist, type AllowlistEntryView } from '../../keys/allowlist.js'
+import { normalizeAddress } from '../../wallets/address.js'
+import type { Clock } from '../../core/clock.js'
+import { badRequest } from '../../core/errors.js'
+import type { AppEnv } from '../env.js'
+
+const entryJson = (e: AllowlistEntryView) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })
+
+function address(raw: string): string {
+  const wallet = normalizeAddress(raw)
+  if (wallet === undefined) throw badRequest('The address must be an EVM address (0x followed by 40 hex digits).')
+  return wallet
+}
+
+async function note(text: string): Promise<string | undefined> {
+  if (text.trim() === '') return undefined
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw badRequest('The request body is not valid JSON.')
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.')
+  const { note, ...rest } = body as Record<string, unknown>
+  const unknown = Object.keys(rest)
+  if (unknown.length > 0) throw badRequest(`Unknown field ${unknown[0]}; the body may only hold "note".`)
+  if (note === undefined || note === null) return undefined
+  if (typeof note !== 'string' || note.length > 500) throw badRequest('note must be a string of at most 500 characters.')
+  return note
+}
+
+/** `/admin/allowlist` (mounted behind the admin token): the wallets that may hold API keys. */
+export function allowlistRoutes(clock: Clock) {
+  const app = new Hono<AppEnv>()
+  const ok = (data: unknown) => ({ status: 'ok', data, server_time_ms: Date.now() })
+
+  app.get('/', async (c) => c.json(ok({ items: (await listAllowlist()).map(entryJson) })))
+
+  app.put('/:address', async (c) => {
+    const wallet = address(c.req.param('address'))
+    const { entry, added } = await addToAllowlist(wallet, await note(await c.req.text()))
+    return c.json(ok({ ...entryJson(entry), added }))
+  })
+
+  app.delete('/:address', async (c) => {
+    const wallet = address(c.req.param('address'))
+    const { removed, revokedKeyId } = await removeFromAllowlist(wallet, clock)
+    return c.json(ok({ address: wallet, removed, revokedKeyId }))
+  })
+  return app
+}

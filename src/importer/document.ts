@@ -1,0 +1,297 @@
+import { z } from 'zod'
+import { Decimal, parseAmount } from '../core/decimal.js'
+import { badRequest } from '../core/errors.js'
+import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
+import { normalizeAddress } from '../wallets/address.js'
+
+// The bulk-load document (docs/spec/decisions.md §7): its schema, and its validation as a whole. The types
+// of a validated document are the schema's output (src/importer/write.ts writes them).
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+type Checked<T> = { ok: true; value: T } | { ok: false; error: string }
+type Check<T> = (input: unknown) => Checked<T>
+
+const ok = <T>(value: T): Checked<T> => ({ ok: true, value })
+const fail = (error: string): Checked<never> => ({ ok: false, error })
+
+// Scalars are checked by hand so every message is a plain sentence about the field. `.optional()`
+// lets an absent key reach the transform, which decides between "is required" and null.
+function required<T>(check: Check<T>) {
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T => {
+      const r = input === undefined ? fail('is required') : check(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: r.error })
+      return z.NEVER
+    })
+}
+
+function nullable<T>(check: Check<T>) {
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T | null => {
+      if (input === undefined || input === null) return null
+      const r = check(input)
+      if (r.ok) return r.value
+      ctx.addIssue({ code: 'custom', message: r.error })
+      return z.NEVER
+    })
+}
+
+const text =
+  (max: number): Check<string> =>
+  (v) => {
+    if (typeof v !== 'string') return fail('must be a string')
+    if (v.length === 0) return fail('must not be empty')
+    if (v.length > max) return fail(`must be at most ${max} characters`)
+    // PostgreSQL text cannot hold NUL; catching it here keeps it a 400 instead of a 500.
+    if (v.includes('\u0000')) return fail('must not contain NUL characters')
+    // A lone UTF-16 surrogate cannot be stored as UTF-8 either.
+    if (/\p{Cs}/u.test(v)) return fail('must be valid Unicode text')
+    return ok(v)
+  }
+
+// Ids appear in URL paths, so keep them to characters that need no escaping.
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
+const id: Check<string> = (v) => {
+  if (typeof v !== 'string') return fail('must be a string')
+  return ID_PATTERN.test(v) ? ok(v) : fail('must be 1-128 characters: letters, digits, ".", "_", ":" or "-", starting with a letter or digit')
+}
+
+const address: Check<string> = (v) => {
+  const normalized = normalizeAddress(v)
+  return normalized === undefined ? fail('must be an EVM address (0x followed by 40 hex digits)') : ok(normalized)
+}
+
+const bool: Check<boolean> = (v) => (typeof v === 'boolean' ? ok(v) : fail('must be true or false'))
+
+const INT32_MAX = 2_147_483_647
+// Basis points are never negative; the upper bound is the int32 of the wire format and the column.
+const bps: Check<number> = (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= INT32_MAX ? ok(v) : fail(`must be an integer from 0 to ${INT32_MAX}`)
+
+const percent: Check<number> = (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 100 ? ok(v) : fail('must be a number from 0 to 100'))
+
+const finite: Check<number> = (v) => (typeof v === 'number' && Number.isFinite(v) ? ok(v) : fail('must be a number'))
+
+const oneOf =
+  <const T extends string>(values: readonly T[]): Check<T> =>
+  (v) =>
+    values.includes(v as T) ? ok(v as T) : fail(`must be one of ${values.map((x) => `"${x}"`).join(', ')}`)
+
+const amount: Check<string> = (v) => parseAmount(v)
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/
+const TIMESTAMP_ERROR = 'must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"'
+
+function utcMs(y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0): number | undefined {
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined
+  const date = new Date(0)
+  date.setUTCFullYear(y, mo - 1, d) // unlike Date.UTC, keeps years 0-99 as written
+  if (date.getUTCDate() !== d) return undefined // 31 April, 29 February of a common year, …
+  date.setUTCHours(h, mi, s, ms)
+  return date.getTime()
+}
+
+/** Years 1-9999 only: both what PostgreSQL parses back and what toISOString writes plainly. */
+const MIN_MS = utcMs(1, 1, 1)!
+const MAX_MS = utcMs(9999, 12, 31, 23, 59, 59, 999)!
+
+const timestamp: Check<string> = (v) => {
+  const m = typeof v === 'string' ? RFC3339.exec(v) : null
+  if (!m) return fail(TIMESTAMP_ERROR)
+  const [, y, mo, d, h, mi, s, frac = '', sign, oh, om] = m
+  const local = utcMs(+y!, +mo!, +d!, +h!, +mi!, +s!, +frac.slice(0, 3).padEnd(3, '0'))
+  if (local === undefined || (sign && (+oh! > 23 || +om! > 59))) return fail(TIMESTAMP_ERROR)
+  const t = local - (sign === '-' ? -1 : 1) * (sign ? (+oh! * 60 + +om!) * 60_000 : 0)
+  if (t < MIN_MS || t > MAX_MS) return fail('must be between the years 1 and 9999')
+  return ok(new Date(t).toISOString())
+}
+
+const date: Check<string> = (v) => {
+  const m = typeof v === 'string' ? /^(\d{4})-(\d{2})-(\d{2})$/.exec(v) : null
+  return m && +m[1]! >= 1 && utcMs(+m[1]!, +m[2]!, +m[3]!) !== undefined ? ok(v as string) : fail('must be a date in the form YYYY-MM-DD')
+}
+
+const vaultSchema = z.strictObject({
+  id: required(id),
+  name: required(text(200)),
+  chain: required(text(100)),
+  chain_id: nullable(text(100)),
+  symbol: required(text(100)),
+  base_asset: required(text(100)),
+  base_asset_price_usd: required(amount),
+  status: required(oneOf(Object.values(VaultStatus))),
+  tvl: required(amount),
+  share_price: required(amount),
+  perf_fee_bps: required(bps),
+  mgmt_fee_bps: nullable(bps),
+  contract: z.strictObject({ address: required(text(200)) }),
+  deposit_constraints: z.strictObject({
+    max_deposit: nullable(amount),
+    min_deposit: nullable(amount),
+    paused: nullable(bool),
+  }),
+  withdraw_constraints: z.strictObject({
+    instant_liquidity: nullable(bool),
+    instant_slippage_max_bps: nullable(bps),
+    redeem_24h_threshold_pct_of_aum: nullable(percent),
+    redeem_48h_above_threshold: nullable(bool),
+  }),
+  icons: z.strictObject({ dark: nullable(text(2048)), light: nullable(text(2048)) }),
+  api_endpoint: required(text(2048)),
+  description: nullable(text(10_000)),
+  docs_url: nullable(text(2048)),
+  inception_date: nullable(date),
+  strategy_brief: nullable(text(10_000)),
+})
+
+const positionSchema = z.strictObject({
+  platform: required(text(200)),
+  asset: required(text(200)),
+  symbol: required(text(100)),
+  pct: required(percent),
+  apy_est_pct: required(finite),
+  icon: required(text(2048)),
+})
+
+const compositionSchema = z.strictObject({
+  vault_id: required(id),
+  as_of: required(timestamp),
+  positions: z.array(positionSchema),
+})
+
+const transactionSchema = z.strictObject({
+  id: required(id),
+  vault_id: required(id),
+  address: required(address),
+  type: required(oneOf(Object.values(TransactionType))),
+  status: required(oneOf(Object.values(TransactionStatus))),
+  amount: required(amount),
+  shares: required(amount),
+  timestamp: required(timestamp),
+  completed_at: nullable(timestamp),
+  tx_hash: required(text(200)),
+})
+
+const documentSchema = z.strictObject({
+  vaults: z.array(vaultSchema).default([]),
+  compositions: z.array(compositionSchema).default([]),
+  transactions: z.array(transactionSchema).default([]),
+})
+
+/**
+ * A validated document in canonical form: amounts in plain notation without trailing zeros,
+ * timestamps as `toISOString()` (sub-millisecond digits truncated, since storage keeps ms),
+ * addresses lowercase, every optional field present (null when absent).
+ */
+export type ImportDocument = z.output<typeof documentSchema>
+/** A vault in the spec's wire shape plus `base_asset_price_usd`; absent optional fields become null. */
+export type ImportVault = z.output<typeof vaultSchema>
+export type ImportComposition = z.output<typeof compositionSchema>
+export type ImportPosition = z.output<typeof positionSchema>
+export type ImportTransaction = z.output<typeof transactionSchema>
+
+/** The keys of the records of each section: the columns src/importer/write.ts writes. */
+export const importShapes = { vaults: vaultSchema.shape, transactions: transactionSchema.shape }
+
+export interface Issue {
+  path: readonly PropertyKey[]
+  message: string
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p)
+    else out += `[${JSON.stringify(String(p))}]` // an unknown key such as "tx hash" stays readable
+  }
+  return out || 'document'
+}
+
+const MAX_REPORTED = 5
+
+export function reject(issues: Issue[]): never {
+  const shown = issues.slice(0, MAX_REPORTED).map((i) => `${formatPath(i.path)}: ${i.message}`)
+  const more = issues.length - shown.length
+  throw badRequest(shown.join('; ') + (more > 0 ? `; and ${more} more problem${more === 1 ? '' : 's'}` : ''))
+}
+
+/** Zod's issues as sentences about fields; parse with `reportInput: true` so a missing value reads "is required". */
+export function zodIssues(error: z.ZodError): Issue[] {
+  return error.issues.flatMap((i): Issue[] => {
+    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: [...i.path, k], message: 'is not a known field' }))
+    if (i.code === 'invalid_type') {
+      const what = i.expected === 'array' ? 'an array' : i.expected === 'object' ? 'an object' : `a ${i.expected}`
+      return [{ path: i.path, message: i.input === undefined ? 'is required' : `must be ${what}` }]
+    }
+    return [{ path: i.path, message: i.message }]
+  })
+}
+
+/** Cross-field and cross-row rules that a per-field schema cannot express. */
+export function consistencyIssues(doc: ImportDocument): Issue[] {
+  const issues: Issue[] = []
+  const firstVault = new Map<string, number>()
+  doc.vaults.forEach((v, i) => {
+    const first = firstVault.get(v.id)
+    if (first !== undefined) issues.push({ path: ['vaults', i, 'id'], message: `duplicate id "${v.id}" (first at vaults[${first}])` })
+    else firstVault.set(v.id, i)
+    const { min_deposit: min, max_deposit: max } = v.deposit_constraints
+    if (min !== null && max !== null && new Decimal(min).gt(max))
+      issues.push({ path: ['vaults', i, 'deposit_constraints', 'min_deposit'], message: 'must not exceed max_deposit' })
+  })
+  const firstSnapshot = new Map<string, number>()
+  doc.compositions.forEach((c, i) => {
+    const key = `${c.vault_id}\u0000${c.as_of}`
+    const first = firstSnapshot.get(key)
+    if (first !== undefined)
+      issues.push({
+        path: ['compositions', i, 'as_of'],
+        message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
+      })
+    else firstSnapshot.set(key, i)
+    const firstPosition = new Map<string, number>()
+    c.positions.forEach((p, j) => {
+      const pkey = `${p.platform}\u0000${p.asset}`
+      const f = firstPosition.get(pkey)
+      if (f !== undefined)
+        issues.push({
+          path: ['compositions', i, 'positions', j],
+          message: `duplicate platform and asset "${p.platform}"/"${p.asset}" (first at positions[${f}])`,
+        })
+      else firstPosition.set(pkey, j)
+    })
+  })
+  const firstTx = new Map<string, number>()
+  doc.transactions.forEach((t, i) => {
+    const first = firstTx.get(t.id)
+    if (first !== undefined) issues.push({ path: ['transactions', i, 'id'], message: `duplicate id "${t.id}" (first at transactions[${first}])` })
+    else firstTx.set(t.id, i)
+    if (t.completed_at !== null) {
+      if (t.status === 'pending') issues.push({ path: ['transactions', i, 'completed_at'], message: 'must be null while status is "pending"' })
+      else if (t.completed_at < t.timestamp) issues.push({ path: ['transactions', i, 'completed_at'], message: 'must not be earlier than timestamp' })
+    }
+  })
+  return issues
+}
+
+/**
+ * Validates a whole import document (docs/spec/decisions.md §7) and returns it in canonical form.
+ * Throws `bad_request` naming the offending JSON path(s), e.g. `transactions[3].amount: …`.
+ * References to vaults outside the document are checked by importDocument, which sees the database.
+ */
+export function validateImportDocument(doc: unknown): ImportDocument {
+  // reportInput tells a missing value ("is required") from a wrong one ("must be an object").
+  const parsed = documentSchema.safeParse(doc, { reportInput: true })
+  if (!parsed.success) reject(zodIssues(parsed.error))
+  const issues = consistencyIssues(parsed.data)
+  if (issues.length > 0) reject(issues)
+  return parsed.data
+}

@@ -1,0 +1,47 @@
+import type { Clock } from '../core/clock.js'
+import { walletKeysChanged } from './changes.js'
+import { type Actor, revokeCurrentKey } from './service.js'
+import {
+  type AllowlistEntryView,
+  deleteAllowlistEntry,
+  findAllowlistEntry,
+  insertAllowlistEntries,
+  inWalletTransaction,
+  listAllowlistEntries,
+  updateAllowlistNote,
+} from './store.js'
+
+export type { AllowlistEntryView }
+
+/** Adds the addresses of the ALLOWLIST setting (already validated and lowercased); existing entries stay. */
+export async function upsertAllowlist(addresses: string[]): Promise<number> {
+  if (addresses.length === 0) return 0
+  return insertAllowlistEntries(addresses.map((address) => ({ address, note: 'ALLOWLIST' })))
+}
+
+/** Adds a (lowercase) address; an existing entry keeps its date and gets the new note when one is given. */
+export async function addToAllowlist(address: string, note?: string): Promise<{ entry: AllowlistEntryView; added: boolean }> {
+  const count = await insertAllowlistEntries([{ address, note: note ?? null }])
+  const entry = count === 0 && note !== undefined ? await updateAllowlistNote(address, note) : await findAllowlistEntry(address)
+  return { entry, added: count === 1 }
+}
+
+/**
+ * Removes an address and, in the same transaction, revokes its key (reason `allowlist_removed`),
+ * so the key stops verifying at once on every instance, not only after the 30-second refresh.
+ * Adding the address back does not bring the key back: the wallet creates a new one.
+ */
+export async function removeFromAllowlist(address: string, clock: Clock, actor: Actor = 'admin'): Promise<{ removed: boolean; revokedKeyId: string | null }> {
+  const result = await inWalletTransaction(address, async (tx) => {
+    const removed = await deleteAllowlistEntry(tx, address)
+    // Also when the entry was already gone: a key of a wallet off the allowlist must not stay unrevoked.
+    const revoked = await revokeCurrentKey(tx, address, clock(), 'allowlist_removed', actor)
+    return { removed, revokedKeyId: revoked?.id ?? null }
+  })
+  if (result.revokedKeyId) walletKeysChanged(address)
+  return result
+}
+
+export function listAllowlist(): Promise<AllowlistEntryView[]> {
+  return listAllowlistEntries()
+}

@@ -1,0 +1,166 @@
+import { z } from 'zod'
+import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
+import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
+import { PAGE_SIZE } from '../../core/page.js'
+import { parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
+import { notFound } from '../../core/errors.js'
+import { limitParam, type Param } from '../params.js'
+import { defineRoute, type RestRoute } from '../route.js'
+import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
+
+// The wallet reads of spec §4 (docs/spec/decisions.md §4). Per-wallet data: never cached by shared caches
+// (the shim's default `no-store`). Parameters are checked here so REST answers with the parameter's
+// own name (`limit`, not GraphQL's `first`); the resolvers check them again for GraphQL callers.
+
+const address: Param<string> = {
+  description: 'A wallet address: 0x and 40 hex digits, any case (answers use lowercase).',
+  schema: { type: 'string', pattern: EVM_ADDRESS.source },
+  example: '0x8ba1f109551bd432803012645ac136ddd64dba72',
+  parse: (text) => parseAddress(text ?? ''),
+}
+const vaultId: Param<string> = { description: 'The vault id.', schema: { type: 'string', minLength: 1 }, example: 'usdc-prime', parse: (text) => text ?? '' }
+const tags = ['Wallets']
+
+const TransactionSchema = component(
+  'Transaction',
+  z.object({
+    id: z.string(),
+    vault_id: z.string(),
+    type: z.enum(TransactionType),
+    status: z.enum(TransactionStatus),
+    amount: Amount.meta({ description: 'In base-asset units.' }),
+    timestamp: Timestamp.meta({ description: 'When the transaction was submitted.' }),
+    tx_hash: z.string(),
+  }),
+)
+
+const TransactionList = component(
+  'TransactionList',
+  z.object({
+    items: z.array(TransactionSchema).meta({ description: 'Newest first (timestamp, then id, descending).' }),
+    next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  }),
+)
+
+const PendingRedeemsSchema = component(
+  'PendingRedeems',
+  z.object({
+    address: z.string(),
+    as_of: Timestamp.meta({ description: 'The time of the request.' }),
+    pending_redeems: z
+      .array(
+        component(
+          'PendingRedeem',
+          z.object({ vault_id: z.string(), amount: Amount, submitted_at: Timestamp, transaction_type: z.literal('redeem'), tx_hash: z.string() }),
+        ),
+      )
+      .meta({ description: 'Oldest first.' }),
+    total_pending: Amount.meta({ description: 'Exact sum of the pending amounts.' }),
+    average_redeem_delay: z.int().min(0).meta({
+      description:
+        'Seconds, rounded down: mean submission-to-completion time of redeems completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without history.',
+    }),
+  }),
+)
+
+const PositionSummarySchema = component(
+  'PositionSummary',
+  z.object({
+    vault_id: z.string(),
+    as_of: Timestamp.meta({ description: 'The time of the request.' }),
+    share_balance: Amount,
+    share_price: Amount,
+    position_value_usd: Amount.meta({ description: 'share_balance × share_price × the base asset USD price; USD.' }),
+    total_deposits: Amount,
+    all_time_earned: Amount.meta({ description: 'Negative when the position lost money.' }),
+    first_deposit_at: Timestamp,
+  }),
+)
+
+type TransactionWire = z.input<typeof TransactionSchema>
+
+interface TransactionsData {
+  user: { transactions: { edges: { node: CamelKeys<TransactionWire> }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }
+}
+
+const transactions = defineRoute({
+  method: 'GET',
+  path: '/users/:address/vaults/:vault_id/transactions',
+  summary: "List a wallet's transactions in a vault",
+  description: 'Newest first, one page at a time. An unknown vault is a 404; a cursor we did not issue, or issued for another filter, is a 400.',
+  tags,
+  params: { address, vault_id: vaultId },
+  query: {
+    type: { description: 'Only transactions of this type.', schema: { type: 'string', enum: [...TRANSACTION_TYPES] }, parse: parseTypeParam } satisfies Param,
+    limit: limitParam(PAGE_SIZE, 'Transactions per page.'),
+    cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
+  },
+  response: TransactionList,
+  errors: ['bad_request', 'not_found'],
+  document: `query UserTransactions($address: String!, $vaultId: ID!, $type: TransactionType, $first: Int, $after: String) {
+    user(address: $address) {
+      transactions(vaultId: $vaultId, type: $type, first: $first, after: $after) {
+        edges { node { ${selectionOf(TransactionSchema)} } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }`,
+  variables: ({ params, query }) => ({ address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }),
+  shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
+})
+
+type RedeemsWire = z.input<typeof PendingRedeemsSchema>
+
+interface RedeemsData {
+  user: { pendingRedeems: CamelKeys<RedeemsWire> }
+}
+
+const redeems = defineRoute({
+  method: 'GET',
+  path: '/users/:address/redeems',
+  summary: "Get a wallet's pending redeems",
+  description: 'Redeems still pending across vaults, their total, and the recent average time a redeem took.',
+  tags,
+  params: { address },
+  query: {},
+  response: PendingRedeemsSchema,
+  errors: ['bad_request'],
+  document: `query UserPendingRedeems($address: String!) {
+    user(address: $address) {
+      pendingRedeems { ${selectionOf(PendingRedeemsSchema)} }
+    }
+  }`,
+  variables: ({ params }) => ({ address: params.address }),
+  shape: ({ user: { pendingRedeems } }: RedeemsData) => snakeKeys<RedeemsWire>(pendingRedeems),
+})
+
+type SummaryWire = z.input<typeof PositionSummarySchema>
+
+interface SummaryData {
+  user: { position: CamelKeys<SummaryWire> | null }
+}
+
+const summary = defineRoute({
+  method: 'GET',
+  path: '/users/:address/vaults/:vault_id/summary',
+  summary: "Get a wallet's position in a vault",
+  description:
+    "Share balance, value and earnings from the wallet's transactions in the vault. 404 for an unknown vault, or when the wallet never completed a deposit there.",
+  tags,
+  params: { address, vault_id: vaultId },
+  query: {},
+  response: PositionSummarySchema,
+  errors: ['bad_request', 'not_found'],
+  document: `query UserPositionSummary($address: String!, $vaultId: ID!) {
+    user(address: $address) {
+      position(vaultId: $vaultId) { ${selectionOf(PositionSummarySchema)} }
+    }
+  }`,
+  variables: ({ params }) => ({ address: params.address, vaultId: params.vault_id }),
+  shape: ({ user: { position: p } }: SummaryData, { params }) => {
+    if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${params.vault_id}.`)
+    return snakeKeys<SummaryWire>(p)
+  },
+})
+
+export const userRoutes: RestRoute[] = [transactions, redeems, summary]

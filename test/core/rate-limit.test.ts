@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import http, { type Server } from 'node:http'
+import { Writable } from 'node:stream'
+import { createAdaptorServer } from '@hono/node-server'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp, type App } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createLogger, logger, setLogger } from '../../src/core/log.js'
+import { createTestApp, type TestApp } from '../support/app.js'
+import { testBackend } from '../support/db.js'
+import { insertVault } from '../support/fixtures.js'
+
+/** Set by CI (and by you, to run the shared-limit test): a Redis server the tests may write to. */
+const REDIS_URL = process.env.TEST_REDIS_URL
+/** A client address no other test (or test run sharing this Redis) uses. */
+const freshIp = () => `10.${[...randomBytes(3)].join('.')}`
+
+const limited = (seconds: RegExp = /^\d+$/) => ({
+  status: 429,
+  retryAfter: expect.stringMatching(seconds),
+  body: {
+    status: 'error',
+    error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) },
+    server_time_ms: expect.any(Number),
+  },
+})
+
+async function answer(res: Response) {
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() }
+}
+
+describe(`rate limits per client IP (${testBackend})`, () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PUBLIC_PER_MINUTE: '3', TRUST_PROXY: 'true' })
+    await insertVault('v1')
+  })
+  afterAll(() => t.close())
+
+  const get = (path: string, ip: string, xff = ip) => t.request(path, { headers: { 'x-forwarded-for': xff } })
+
+  it('answers 429 rate_limited with Retry-After once an address used its budget, REST and GraphQL alike', async () => {
+    const ip = freshIp()
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await get('/v1/vaults/v1', ip)).status)
+    expect(statuses).toEqual([200, 200, 200])
+    expect(await answer(await get('/v1/vaults/v1', ip))).toEqual(limited())
+    const gql = await t.request('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: '{"query":"{ __typename }"}',
+    })
+    expect(gql.status).toBe(429)
+    expect(Number(gql.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect(await gql.json()).toEqual({
+      errors: [{ message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/), extensions: { code: 'rate_limited' } }],
+    })
+  })
+
+  it('counts each address separately; health, readiness and metrics are never limited', async () => {
+    const a = freshIp()
+    const b = freshIp()
+    for (let i = 0; i < 4; i++) await get('/v1/vaults/v1', a)
+    expect((await get('/v1/vaults/v1', a)).status).toBe(429)
+    expect((await get('/v1/vaults/v1', b)).status).toBe(200)
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect((await get(path, a)).status).toBe(200)
+  })
+
+  it('takes the address the trusted proxy saw: the rightmost X-Forwarded-For entry, not what the client wrote', async () => {
+    const real = freshIp()
+    // A client rotating a spoofed leftmost entry still lands in its own bucket.
+    const codes = []
+    for (let i = 0; i < 4; i++) codes.push((await get('/v1/vaults/v1', real, `${freshIp()}, ${real}`)).status)
+    expect(codes).toEqual([200, 200, 200, 429])
+  })
+})
+
+describe(`rate limits without TRUST_PROXY (${testBackend})`, () => {
+  let app: App
+  let server: Server
+  let base: string
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp()
+    app = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RATE_LIMIT_PUBLIC_PER_MINUTE: '2' }), db: t.db })
+    server = createAdaptorServer({ fetch: app.fetch }) as Server
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    await new Promise((r) => server.close(r))
+    await app.close()
+    await t.close()
+  })
+
+  /** GET from a chosen loopback address (Linux routes all of 127.0.0.0/8 to lo). */
+  const getFrom = (localAddress: string, headers: Record<string, string> = {}) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(`${base}/v1/vaults/nope`, { localAddress, headers, agent: false }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode!))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+
+  it("uses the socket's address and ignores X-Forwarded-For", async () => {
+    const codes = []
+    for (let i = 0; i < 3; i++) codes.push(await getFrom('127.0.0.1', { 'x-forwarded-for': freshIp() }))
+    expect(codes).toEqual([404, 404, 429])
+    // Another client address has its own budget.
+    expect(await getFrom('127.0.0.2')).toBe(404)
+  })
+})
+
+describe.runIf(REDIS_URL)(`rate limits shared through Redis (${testBackend})`, () => {
+  let t: TestApp
+  let a: App
+  let b: App
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'silent', RATE_LIMIT_PUBLIC_PER_MINUTE: '4', TRUST_PROXY: '1', REDIS_URL: REDIS_URL! }
+  beforeAll(async () => {
+    t = await createTestApp()
+    a = createApp({ config: loadConfig(env), db: t.db })
+    b = createApp({ config: loadConfig(env), db: t.db })
+    // Both instances connected before counting starts (until then each counts in-process).
+    await Promise.all([waitForRedis(a), waitForRedis(b)])
+    expect(await a.limits.ready()).toBe(true)
+  })
+  afterAll(async () => {
+    await a.close()
+    await b.close()
+    await t.close()
+  })
+
+  it('counts one budget across instances', async () => {
+    const ip = freshIp()
+    const call = (app: App) => app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))
+    const codes = []
+    for (const app of [a, b, a, b, a, b]) codes.push((await call(app)).status)
+    expect(codes).toEqual([404, 404, 404, 404, 429, 429])
+  })
+})
+
+describe(`rate limits when Redis is down (${testBackend})`, () => {
+  let t: TestApp
+  let app: App
+  const lines: Record<string, unknown>[] = []
+  const previous = logger
+  beforeAll(async () => {
+    setLogger(
+      createLogger(
+        'warn',
+        new Writable({
+          write(chunk, _enc, done) {
+            for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l))
+            done()
+          },
+        }),
+      ),
+    )
+    t = await createTestApp()
+    // Port 1 on loopback: nothing listens, connections are refused.
+    app = createApp({
+      config: loadConfig({ NODE_ENV: 'test', RATE_LIMIT_PUBLIC_PER_MINUTE: '3', TRUST_PROXY: '1', REDIS_URL: 'redis://127.0.0.1:1' }),
+      db: t.db,
+    })
+  })
+  afterAll(async () => {
+    setLogger(previous)
+    await app.close()
+    await t.close()
+  })
+
+  it('keeps answering, keeps limiting per instance, and logs a warning', async () => {
+    const ip = freshIp()
+    const codes = []
+    for (let i = 0; i < 5; i++)
+      codes.push((await app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))).status)
+    expect(codes).toEqual([404, 404, 404, 429, 429])
+    // The warning comes with the refused connection (ioredis is loaded, then connects, in the background).
+    const warnings = () => lines.filter((l) => l.msg === 'Redis unavailable: rate limits are counted per instance until it is back')
+    for (let i = 0; i < 100 && warnings().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+    expect(warnings()).toHaveLength(1)
+    const metrics = await (await app.fetch(new Request('http://vaultgate.test/metrics'))).text()
+    expect(metrics).toMatch(/^vaultgate_rate_limit_decisions_total\{bucket="public",result="fallback"\} [1-9]\d*$/m)
+  })
+})
+
+async function waitForRedis(app: App) {
+  for (let i = 0; i < 100 && app.limits.store === 'redis' && !(await app.limits.ready()); i++) await new Promise((r) => setTimeout(r, 50))
+}

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.js'
+import { Decimal } from '../../src/core/decimal.js'
+import { DEMO_NOW, demoHints, demoWallets, generateDemoDataset } from '../../src/demo/dataset.js'
+import { seedDemoIfEmpty } from '../../src/demo/seed.js'
+import { type ImportDocument, validateImportDocument } from '../../src/importer/document.js'
+import { testBackend, testDatabase } from '../support/db.js'
+
+const now = new Date('2026-11-21T12:00:00.000Z')
+const DAY = 86_400_000
+
+describe('demo dataset', () => {
+  let doc: ImportDocument
+  beforeAll(() => {
+    doc = generateDemoDataset({ now })
+  })
+
+  it('is deterministic in seed and now', () => {
+    expect(generateDemoDataset({ now })).toEqual(doc)
+    expect(generateDemoDataset({ now: new Date(now.getTime() + 59 * 60_000) })).toEqual(doc) // hour-aligned
+    expect(generateDemoDataset()).toEqual(generateDemoDataset({ seed: 42, now: DEMO_NOW }))
+    const other = generateDemoDataset({ seed: 7, now })
+    expect(other.transactions[0]).not.toEqual(doc.transactions[0])
+    expect(demoWallets(7)).not.toEqual(demoWallets(42))
+  })
+
+  it('is already valid and canonical', () => {
+    expect(validateImportDocument(doc)).toEqual(doc)
+  })
+
+  it('covers every chain, status, transaction type and status a client should see', () => {
+    expect(doc.vaults.length).toBeGreaterThanOrEqual(8)
+    expect(new Set(doc.vaults.map((v) => v.status))).toEqual(new Set(['active', 'paused', 'closed']))
+    expect(new Set(doc.vaults.map((v) => v.chain)).size).toBeGreaterThanOrEqual(3)
+    expect(doc.vaults.some((v) => v.chain_id === null) && doc.vaults.some((v) => v.mgmt_fee_bps === null && v.description === null)).toBe(true)
+    const kinds = new Set(doc.transactions.map((t) => `${t.type}/${t.status}`))
+    for (const type of ['deposit', 'withdraw', 'redeem'])
+      for (const status of ['pending', 'completed', 'failed', 'cancelled']) expect(kinds, `${type}/${status}`).toContain(`${type}/${status}`)
+    expect(doc.transactions.length).toBeGreaterThanOrEqual(20_000)
+    expect(doc.transactions.length).toBeLessThanOrEqual(30_000)
+    expect(new Set(doc.transactions.map((t) => t.address)).size).toBeGreaterThanOrEqual(300)
+  })
+
+  it('has pending redeems and recently completed redeems, so the average redeem delay is meaningful', () => {
+    const pending = doc.transactions.filter((t) => t.type === 'redeem' && t.status === 'pending')
+    expect(pending.length).toBeGreaterThan(10)
+    const recent = doc.transactions.filter((t) => t.type === 'redeem' && t.status === 'completed' && Date.parse(t.completed_at!) > now.getTime() - 90 * DAY)
+    expect(recent.length).toBeGreaterThan(500)
+    for (const t of recent) expect(Date.parse(t.completed_at!)).toBeGreaterThan(Date.parse(t.timestamp))
+    const lastMs = now.getTime()
+    expect(doc.transactions.every((t) => Date.parse(t.timestamp) <= lastMs && (t.completed_at === null || Date.parse(t.completed_at) <= lastMs))).toBe(true)
+  })
+
+  it('never lets a wallet spend shares it does not hold', () => {
+    const balances = new Map<string, Decimal>()
+    for (const t of doc.transactions) {
+      const key = `${t.address} ${t.vault_id}`
+      const b = balances.get(key) ?? new Decimal(0)
+      if (t.type === 'deposit' && t.status === 'completed') balances.set(key, b.plus(t.shares))
+      else if (t.type !== 'deposit' && (t.status === 'completed' || t.status === 'pending')) {
+        expect(b.gte(t.shares), `${t.id}`).toBe(true)
+        balances.set(key, b.minus(t.shares))
+      }
+    }
+    const closed = doc.vaults.find((v) => v.status === 'closed')!
+    expect([...balances].filter(([k, b]) => k.endsWith(` ${closed.id}`) && !b.isZero())).toEqual([])
+  })
+
+  it('has a year of smoothly drifting snapshots whose weights sum to exactly 100', () => {
+    const allocations = doc.compositions.reduce((n, c) => n + c.positions.length, 0)
+    expect(allocations).toBeLessThanOrEqual(60_000)
+    const perVault = new Map<string, ImportDocument['compositions']>()
+    for (const c of doc.compositions) perVault.get(c.vault_id)?.push(c) ?? perVault.set(c.vault_id, [c])
+    expect(Math.max(...[...perVault.values()].map((s) => s.length))).toBeGreaterThanOrEqual(365 * 4)
+    for (const c of doc.compositions) {
+      const units = c.positions.map((p) => Math.round(p.pct * 10_000))
+      expect(c.positions.map((p) => p.pct)).toEqual(units.map((u) => u / 10_000)) // 4 decimals
+      expect(units.reduce((a, b) => a + b, 0)).toBe(1_000_000)
+    }
+    // Smooth: between consecutive 6-hourly snapshots no platform moves by more than a few points.
+    const series = perVault.get('usdc-prime')!
+    for (let i = 1; i < series.length; i++) {
+      const prev = new Map(series[i - 1]!.positions.map((p) => [p.platform + p.asset, p.pct]))
+      for (const p of series[i]!.positions) expect(Math.abs(p.pct - (prev.get(p.platform + p.asset) ?? 0))).toBeLessThan(5)
+    }
+    expect(new Set(doc.compositions.flatMap((c) => c.positions.map((p) => p.platform))).size).toBeGreaterThanOrEqual(6)
+  })
+
+  it('suggests wallets that really have pending redeems and open positions', () => {
+    const hints = demoHints(doc)
+    expect(hints.vaultIds).toEqual(doc.vaults.map((v) => v.id))
+    expect(hints.wallets.length).toBeGreaterThanOrEqual(2)
+    const [pending, position] = hints.wallets
+    expect(
+      doc.transactions.some((t) => t.address === pending!.address && t.vault_id === pending!.vaultId && t.type === 'redeem' && t.status === 'pending'),
+    ).toBe(true)
+    expect(
+      doc.transactions.some((t) => t.address === position!.address && t.vault_id === position!.vaultId && t.type === 'deposit' && t.status === 'completed'),
+    ).toBe(true)
+  })
+})
+
+describe(`demo seeding (${testBackend})`, () => {
+  let db: Database
+  beforeAll(async () => {
+    db = await testDatabase()
+  })
+  afterAll(() => db?.close())
+
+  it('loads the whole dataset into an empty database, and only then', async () => {
+    const expected = generateDemoDataset({ now })
+    const result = await seedDemoIfEmpty(db.prisma, { now })
+    expect(result).toEqual({
+      seeded: true,
+      counts: { vaults: expected.vaults.length, compositions: expected.compositions.length, transactions: expected.transactions.length },
+      hints: demoHints(expected),
+    })
+    expect(await db.prisma.allocation.count()).toBe(expected.compositions.reduce((n, c) => n + c.positions.length, 0))
+    const sample = expected.transactions[1234]!
+    const row = await db.prisma.transaction.findUniqueOrThrow({ where: { id: sample.id } })
+    expect([row.amount.toFixed(), row.shares.toFixed(), row.timestamp.toISOString()]).toEqual([sample.amount, sample.shares, sample.timestamp])
+
+    expect(await seedDemoIfEmpty(db.prisma, { now })).toEqual({ seeded: false })
+    expect(await db.prisma.transaction.count()).toBe(expected.transactions.length)
+  })
+})

@@ -1,0 +1,200 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createAdaptorServer } from '@hono/node-server'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp, type App } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { importDocument } from '../../src/importer/write.js'
+import { packageRoot } from '../../src/core/paths.js'
+import { createTestApp, type TestApp } from '../support/app.js'
+import { testBackend } from '../support/db.js'
+import { ALPHA_ASSETS, ALPHA_PLATFORMS, EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
+
+// The explorer, the API reference and GraphiQL in a real headless Chromium (Debian's `chromium`,
+// driven by playwright-core), against a gateway listening on a local port. Screenshots go to
+// test-output/<backend>/.
+//
+// Chromium is required in CI (.ci/run installs it with apt): there, a missing browser fails this
+// file. Elsewhere, without CI set, a machine lacking /usr/bin/chromium skips it, and says so.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium && process.env.CI) throw new Error(`Chromium is required in CI and was not found at ${CHROMIUM} (apt-get install -y chromium).`)
+if (!hasChromium) process.stderr.write(`browser.test.ts: skipped, no Chromium at ${CHROMIUM} (install it with: apt-get install -y chromium)\n`)
+
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+const outDir = path.join(packageRoot, 'test-output', testBackend)
+
+/** The labels a Chart.js chart on `canvasId` shows: its data labels and its datasets' labels and sizes. */
+const chartOf = (page: Page, canvasId: string) =>
+  page.evaluate((id) => {
+    const chart = (
+      window as unknown as { Chart: { getChart(el: Element): { data: { labels: string[]; datasets: { label: string; data: number[] }[] } } | undefined } }
+    ).Chart.getChart(document.getElementById(id)!)
+    if (!chart) return null
+    return { labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({ label: d.label, points: d.data.length })) }
+  }, canvasId)
+
+/** How many pixels of a canvas were painted (a chart that failed to draw leaves it blank). */
+const paintedPixels = (page: Page, canvasId: string) =>
+  page.evaluate((id) => {
+    const canvas = document.getElementById(id) as HTMLCanvasElement
+    const pixels = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data
+    let painted = 0
+    for (let i = 3; i < pixels.length; i += 4) if (pixels[i]! > 0) painted++
+    return painted
+  }, canvasId)
+
+describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBackend})`, () => {
+  let t: TestApp
+  let app: App
+  let server: Server
+  let base: string
+  let context: BrowserContext
+  let profile: string
+  const foreignRequests: string[] = []
+  const pageErrors: string[] = []
+
+  beforeAll(async () => {
+    t = await createTestApp({}, { clock: () => EXPLORER_NOW })
+    await importDocument(explorerDocument)
+    app = createApp({
+      config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }),
+      db: t.db,
+      clock: () => EXPLORER_NOW,
+      examples: { vaultId: fullVault.id, wallet: WALLET, walletVaultId: fullVault.id },
+    })
+    server = createAdaptorServer({ fetch: app.fetch }) as Server
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    mkdirSync(outDir, { recursive: true })
+    profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1440, height: 1000 } })
+    context.on('request', (r) => {
+      const url = r.url()
+      if (!url.startsWith(base) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
+    })
+  })
+  afterAll(async () => {
+    await context?.close()
+    if (profile) rmSync(profile, { recursive: true, force: true })
+    await new Promise((resolve) => server?.close(resolve))
+    app?.close()
+    await t?.close()
+  })
+
+  it('draws the vault list, metadata, composition and series charts, and a wallet lookup', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()))
+    await page.goto(`${base}/`)
+    await page.waitForSelector('body[data-ready="true"]')
+    expect(await page.locator('#error').isHidden()).toBe(true)
+
+    expect(await page.locator('#vaults tr[data-vault]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.vault))).toEqual([
+      'alpha-usdc',
+      'beta-eth',
+    ])
+    expect(await page.locator('#vaults tr.selected').getAttribute('data-vault')).toBe(fullVault.id)
+    expect(await page.locator('#vault-name').textContent()).toBe('Alpha USDC')
+    expect(await page.locator('#vault-meta').textContent()).toContain('1,250,000.5 USDC')
+
+    // The charts show what the API answers for this vault (labels in the API's order).
+    const api = async (query: string) =>
+      (await (await fetch(`${base}/v1/vaults/${fullVault.id}/composition/series?${query}`)).json()) as { labels: string[]; points: unknown[] }
+    const series30d = await api('timeframe=30d&group_by=platform')
+    expect(series30d.labels).toEqual(ALPHA_PLATFORMS)
+    expect(await chartOf(page, 'composition-chart')).toEqual({ labels: ['Morpho', 'Aave', 'Spark'], datasets: [{ label: 'Share by platform', points: 3 }] })
+    expect(await chartOf(page, 'series-chart')).toEqual({
+      labels: expect.any(Array),
+      datasets: ALPHA_PLATFORMS.map((label) => ({ label, points: series30d.points.length })),
+    })
+    expect(series30d.points.length).toBe(120) // 30 days of 6-hour buckets, all after the first snapshot
+    expect(await paintedPixels(page, 'composition-chart')).toBeGreaterThan(5000)
+    expect(await paintedPixels(page, 'series-chart')).toBeGreaterThan(5000)
+
+    // A wallet: its position in the vault and its transactions, newest first.
+    await page.fill('#wallet-address', WALLET.toUpperCase().replace('0X', '0x'))
+    await page.click('#wallet-form button[type="submit"]')
+    await page.waitForSelector('#transactions tr[data-tx]')
+    expect(await page.locator('#transactions tr[data-tx]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.tx))).toEqual([
+      'tx-4',
+      'tx-3',
+      'tx-2',
+      'tx-1',
+    ])
+    const position = await page.locator('#position').textContent()
+    expect(position).toContain('1,190')
+    expect(position).toContain('1,500')
+    expect(await page.locator('#pending').textContent()).toContain('1 pending redeem(s)')
+
+    await page.screenshot({ path: path.join(outDir, 'explorer.png'), fullPage: true })
+
+    // Group by asset over 7 days: both charts follow, and the URL keeps the view.
+    await page.selectOption('#group-by', 'asset')
+    await page.selectOption('#timeframe', 'P7D')
+    await page.waitForFunction(() => (window as any).Chart.getChart(document.getElementById('series-chart')).data.datasets[0].data.length === 168)
+    const series7d = await api('timeframe=7d&group_by=asset')
+    expect(series7d.labels).toEqual(ALPHA_ASSETS)
+    expect(await chartOf(page, 'series-chart')).toEqual({ labels: expect.any(Array), datasets: ALPHA_ASSETS.map((label) => ({ label, points: 168 })) })
+    expect((await chartOf(page, 'composition-chart'))?.labels).toEqual(ALPHA_ASSETS)
+    expect(new URL(page.url()).search).toBe(`?vault=alpha-usdc&wallet=${WALLET}&group_by=asset&timeframe=P7D`)
+
+    await page.screenshot({ path: path.join(outDir, 'explorer-asset-7d.png'), fullPage: true })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('renders the API reference from /openapi.json', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/docs`)
+    await page.waitForSelector('.opblock')
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, object> }
+    const operations = Object.values(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0)
+    expect(await page.locator('.opblock').count()).toBe(operations)
+    expect(await page.locator('.opblock-summary-path').allTextContents()).toEqual(expect.arrayContaining(['/v1/vaults/{vault_id}/composition/series']))
+    await page.screenshot({ path: path.join(outDir, 'docs.png'), fullPage: false })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('runs the first example operation in GraphiQL', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/graphql`)
+    const run = page.locator('.graphiql-execute-button')
+    await run.waitFor()
+    const answer = page.waitForResponse(
+      (r) => r.url() === `${base}/graphql` && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('"operationName":"Vault"'),
+    )
+    // The document holds several operations: the run button asks which one.
+    await run.click()
+    await page.getByRole('menuitem', { name: 'Vault', exact: true }).click()
+    const body = (await (await answer).json()) as { data: { vault: { name: string; composition: { positions: { platform: string }[] } } } }
+    expect(body.data?.vault?.name, JSON.stringify(body).slice(0, 400)).toBe('Alpha USDC')
+    expect(body.data.vault.composition.positions.map((p) => p.platform)).toEqual(['Morpho', 'Aave', 'Spark'])
+    // The answer is shown in the result pane (an editor that renders the lines in view, with no-break spaces).
+    const shown = async () => ((await page.locator('.graphiql-response').textContent()) ?? '').replace(/\s+/g, ' ')
+    await expect.poll(shown, { timeout: 30_000 }).toContain('"name": "Alpha USDC"')
+    await page.screenshot({ path: path.join(outDir, 'graphiql.png') })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('loads nothing from anywhere but the gateway', () => {
+    expect(foreignRequests).toEqual([])
+  })
+})

@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp, type App } from '../../src/app.js'
+import { Hono } from 'hono'
+import { earlyAnswers } from '../../src/http/early-answers.js'
+import type { AppEnv } from '../../src/http/env.js'
+import { requestStart } from '../../src/http/middleware/observability.js'
+import { importDocument } from '../../src/importer/write.js'
+import { testBackend } from '../support/db.js'
+import { INTERNAL_TOKEN, createKeysTestApp, type KeysTestApp } from '../support/keys.js'
+import { recordSql } from '../support/sql.js'
+import { vaultDoc } from '../support/wallet-data.js'
+
+// Cache hits and key verifications are answered before the Hono routes (src/http/early-answers.ts).
+// Whatever path answers, the client must see the same thing: the same status, body and headers
+// (security headers, CSP, CORS, ETag, Cache-Control), the same rate-limit count.
+
+const ALLOWED = 'https://dash.example'
+const W1 = '0x1111111111111111111111111111111111111111'
+const VAULT_QUERY = 'query FastVault($id: ID!) { vault(id: $id) { id name tvl } }'
+
+/** A request as a socket delivers it: a POST body comes with its Content-Length. */
+function request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Request {
+  const headers = { ...init.headers }
+  if (init.body !== undefined) headers['content-length'] = String(Buffer.byteLength(init.body))
+  return new Request(`http://vaultgate.test${path}`, { method: init.method, headers, body: init.body })
+}
+
+const graphqlRequest = (headers: Record<string, string> = {}) =>
+  request('/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+    body: JSON.stringify({ query: VAULT_QUERY, variables: { id: 'fast-a' } }),
+  })
+
+async function seen(response: Response, { keepRequestId = false } = {}) {
+  const headers = Object.fromEntries([...response.headers].filter(([name]) => keepRequestId || name !== 'x-request-id'))
+  const text = await response.text()
+  // The verify answer carries the server's time; everything else must match byte for byte.
+  const body = text.replace(/"server_time_ms":\d+/, '"server_time_ms":0')
+  return { status: response.status, headers, body }
+}
+
+describe(`early answers (${testBackend})`, () => {
+  let t: KeysTestApp
+  let routesOnly: App
+
+  beforeAll(async () => {
+    t = await createKeysTestApp({ allowlist: [W1], env: { RESPONSE_CACHE_TTL_MS: '60000', CORS_ORIGINS: ALLOWED } })
+    const generation = t.app.responseCache.ticket()
+    await importDocument({ vaults: [vaultDoc('fast-a', { name: 'Fast A', tvl: '12.5' }), vaultDoc('fast-b', { name: 'Fast B', tvl: '7' })] })
+    for (let i = 0; i < 100 && t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
+    routesOnly = createApp({ config: t.config, db: t.db, earlyAnswering: false })
+    await routesOnly.ready
+  })
+  afterAll(async () => {
+    await routesOnly.close()
+    await t.close()
+  })
+
+  /** The same request (made twice: a miss fills the cache, the second is a hit) to both apps. */
+  async function both(make: () => Request, options?: { keepRequestId?: boolean }) {
+    await (await t.app.fetch(make())).text()
+    await (await routesOnly.fetch(make())).text()
+    const { result: fast, statements } = await recordSql(async () => seen(await t.app.fetch(make()), options))
+    return { fast, routes: await seen(await routesOnly.fetch(make()), options), statements }
+  }
+
+  it('answers a cached REST read as the routes do, for every CORS outcome and revalidation', async () => {
+    const etag = (await t.app.fetch(request('/v1/vaults/fast-a'))).headers.get('etag')!
+    const cases: Record<string, Record<string, string>> = {
+      plain: {},
+      'allowed origin': { origin: ALLOWED },
+      'other origin': { origin: 'https://other.example' },
+      'current etag': { 'if-none-match': etag },
+      'stale etag': { 'if-none-match': 'W/"stale"' },
+    }
+    for (const [name, headers] of Object.entries(cases)) {
+      const { fast, routes, statements } = await both(() => request('/v1/vaults/fast-a', { headers }))
+      expect([name, fast]).toEqual([name, routes])
+      expect([name, statements]).toEqual([name, []])
+    }
+    const { fast } = await both(() => request('/v1/vaults/fast-a', { headers: { origin: ALLOWED } }))
+    expect(fast.status).toBe(200)
+    expect(fast.headers['access-control-allow-origin']).toBe(ALLOWED)
+    expect(fast.headers.vary).toBe('Origin')
+    expect(fast.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    expect((await both(() => request('/v1/vaults/fast-a', { headers: { 'if-none-match': etag } }))).fast.status).toBe(304)
+    expect((await both(() => request('/v1/vaults?limit=1'))).fast).toEqual((await both(() => request('/v1/vaults?limit=1'))).routes)
+  })
+
+  it('echoes the caller’s request id, or gives a fresh one', async () => {
+    const { fast, routes } = await both(() => request('/v1/vaults/fast-b', { headers: { 'x-request-id': 'dash-42' } }), { keepRequestId: true })
+    expect(fast).toEqual(routes)
+    expect(fast.headers['x-request-id']).toBe('dash-42')
+    const a = (await t.app.fetch(request('/v1/vaults/fast-b'))).headers.get('x-request-id')
+    const b = (await t.app.fetch(request('/v1/vaults/fast-b'))).headers.get('x-request-id')
+    expect(a).toMatch(/^[0-9a-f-]{36}$/)
+    expect(a).not.toBe(b)
+  })
+
+  it('answers a cached GraphQL query as the routes do', async () => {
+    const { fast, routes, statements } = await both(() => graphqlRequest({ origin: ALLOWED }))
+    expect(fast).toEqual(routes)
+    expect(fast.status).toBe(200)
+    expect(JSON.parse(fast.body)).toEqual({ data: { vault: { id: 'fast-a', name: 'Fast A', tvl: '12.5' } } })
+    expect(statements).toEqual([])
+  })
+
+  it('answers a key verification as the route does', async () => {
+    const key = (await t.create(W1)).body.data as { apiKey: string }
+    const verify = (apiKey: string) =>
+      request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey }),
+      })
+    for (const apiKey of [key.apiKey, 'vaultgate_nope']) {
+      const { fast, routes } = await both(() => verify(apiKey))
+      expect(fast).toEqual(routes)
+      expect(fast.status).toBe(200)
+      expect(fast.headers['cache-control']).toBe('no-store')
+    }
+    // Errors are answered the same way as the routes answer them.
+    const bad = await both(() =>
+      request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: '{"apiKey":42}',
+      }),
+    )
+    expect(bad.fast).toEqual(bad.routes)
+    expect(JSON.parse(bad.fast.body).error).toEqual({ code: 'bad_request', message: 'apiKey must be a non-empty string.' })
+  })
+
+  it('serves hits itself and hands everything else to the routes with its body', async () => {
+    const handedOn: string[] = []
+    // The early answers in front of a catch-all that stands for the routes: it records what reaches it.
+    const probe = new Hono<AppEnv>()
+    probe.use('*', requestStart(earlyAnswers({ config: t.config, cache: t.app.responseCache, limits: t.app.limits, verifier: t.app.verifier })))
+    probe.all('*', async (c) => {
+      handedOn.push(
+        `${c.req.method} ${c.req.path} ${c.req.method === 'POST' ? await routesOnly.fetch(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: await c.req.text() })).then((res) => res.status) : ''}`.trim(),
+      )
+      return new Response(null, { status: 599 })
+    })
+    const fast = (r: Request) => probe.fetch(r)
+    await (await t.app.fetch(request('/v1/vaults/fast-a'))).text()
+    await (await t.app.fetch(graphqlRequest())).text()
+    expect((await fast(request('/v1/vaults/fast-a'))).status).toBe(200)
+    expect((await fast(graphqlRequest())).status).toBe(200)
+    expect(handedOn).toEqual([])
+    // Not cached: never looked at, or handed on.
+    expect((await fast(request('/v1/vaults/nope'))).status).toBe(599)
+    expect((await fast(request('/healthz'))).status).toBe(599)
+    expect((await fast(request('/v1/apiKey'))).status).toBe(599)
+    const other = request('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ vaults(first: 1) { edges { node { id } } } }' }),
+    })
+    expect((await fast(other)).status).toBe(599)
+    // A verification without the internal token is handed on too (its body unread here).
+    expect((await fast(request('/internal/v1/apiKey/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }))).status).toBe(
+      599,
+    )
+    expect(handedOn).toEqual(['GET /v1/vaults/nope', 'GET /healthz', 'GET /v1/apiKey', 'POST /graphql 200', 'POST /internal/v1/apiKey/verify 401'])
+  })
+})
+
+describe(`early answers and rate limits (${testBackend})`, () => {
+  it('counts a hit once, and answers the routes’ 429 past the limit', async () => {
+    const t = await createKeysTestApp({ env: { RESPONSE_CACHE_TTL_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '3' } })
+    try {
+      await importDocument({ vaults: [vaultDoc('fast-limit', { name: 'Limit' })] })
+      t.app.responseCache.clear()
+      const statuses = []
+      for (let i = 0; i < 4; i++) statuses.push((await t.app.fetch(request('/v1/vaults/fast-limit'))).status)
+      expect(statuses).toEqual([200, 200, 200, 429])
+      const limited = await t.app.fetch(request('/v1/vaults/fast-limit'))
+      expect(limited.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect(await limited.json()).toEqual({
+        status: 'error',
+        error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests from this address; retry in \d+ s\.$/) },
+        server_time_ms: expect.any(Number),
+      })
+    } finally {
+      await t.close()
+    }
+  })
+})

@@ -1,0 +1,415 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.js'
+import { AppError } from '../../src/core/errors.js'
+import { validateImportDocument } from '../../src/importer/document.js'
+import { importDocument } from '../../src/importer/write.js'
+import { testBackend, testDatabase } from '../support/db.js'
+
+const HUGE = '123456789012345678901234567890123456789012345678901234567890.123456789012345678' // 60 + 18 digits
+const ALICE = '0xAbCdEf0123456789aBcDeF0123456789ABCDEF01'
+
+const fullVault = {
+  id: 'usdc-main',
+  name: 'Main USDC',
+  chain: 'ethereum',
+  chain_id: '1',
+  symbol: 'vUSDC',
+  base_asset: 'USDC',
+  base_asset_price_usd: '0.9998',
+  status: 'active',
+  tvl: '12500000.5',
+  share_price: '1.000000000000000001',
+  perf_fee_bps: 1000,
+  mgmt_fee_bps: 150,
+  contract: { address: '0x1111111111111111111111111111111111111111' },
+  deposit_constraints: { max_deposit: '1000000', min_deposit: '10', paused: false },
+  withdraw_constraints: { instant_liquidity: true, instant_slippage_max_bps: 30, redeem_24h_threshold_pct_of_aum: 12.5, redeem_48h_above_threshold: true },
+  icons: { dark: 'https://x.example/d.svg', light: 'https://x.example/l.svg' },
+  api_endpoint: 'https://x.example/api/usdc-main',
+  description: 'Lends USDC.',
+  docs_url: 'https://x.example/docs',
+  inception_date: '2025-11-20',
+  strategy_brief: 'Blue chips only.',
+}
+
+// Optional spec fields left out entirely, or null.
+const minimalVault = {
+  id: 'weth-lite',
+  name: 'WETH Lite',
+  chain: 'base',
+  chain_id: null,
+  symbol: 'vWETH',
+  base_asset: 'WETH',
+  base_asset_price_usd: '3400',
+  status: 'paused',
+  tvl: '0',
+  share_price: '1',
+  perf_fee_bps: 0,
+  contract: { address: '0x2222222222222222222222222222222222222222' },
+  deposit_constraints: {},
+  withdraw_constraints: { instant_liquidity: null },
+  icons: {},
+  api_endpoint: 'https://x.example/api/weth-lite',
+}
+
+const position = (platform: string, asset: string, pct: number, apy = 4.25) => ({
+  platform,
+  asset,
+  symbol: asset,
+  pct,
+  apy_est_pct: apy,
+  icon: `https://x.example/${platform}.svg`,
+})
+
+const tx = (id: string, fields: Record<string, unknown> = {}) => ({
+  id,
+  vault_id: 'usdc-main',
+  address: ALICE,
+  type: 'deposit',
+  status: 'completed',
+  amount: '100',
+  shares: '99.5',
+  timestamp: '2026-11-20T10:00:00.000Z',
+  completed_at: '2026-11-20T10:00:30.000Z',
+  tx_hash: `0x${id.padStart(64, '0')}`,
+  ...fields,
+})
+
+type Doc = { vaults: object[]; compositions: { vault_id: string; as_of: string; positions: object[] }[]; transactions: object[] }
+
+const document = (): Doc => ({
+  vaults: [fullVault, minimalVault],
+  compositions: [
+    { vault_id: 'usdc-main', as_of: '2026-11-21T06:00:00.000Z', positions: [position('aave', 'USDC', 60.5), position('morpho', 'USDC', 39.5, 6.1)] },
+    { vault_id: 'usdc-main', as_of: '2026-11-21T13:00:00.25+01:00', positions: [position('aave', 'USDC', 100)] },
+  ],
+  transactions: [
+    tx('t1', { amount: HUGE, shares: HUGE }),
+    tx('t2', { type: 'redeem', status: 'pending', amount: '0.000000000000000001', shares: '5', timestamp: '2026-11-21T11:59:59.999Z', completed_at: null }),
+    tx('t3', { vault_id: 'weth-lite', type: 'withdraw', status: 'failed', amount: '2.5', shares: '2.4' }),
+  ],
+})
+
+describe(`import (${testBackend})`, () => {
+  let db: Database
+
+  beforeAll(async () => {
+    db = await testDatabase()
+  })
+  afterAll(() => db?.close())
+
+  const tableCounts = async () => ({
+    vaults: await db.prisma.vault.count(),
+    snapshots: await db.prisma.compositionSnapshot.count(),
+    allocations: await db.prisma.allocation.count(),
+    transactions: await db.prisma.transaction.count(),
+  })
+
+  it('imports a valid document, returns the counts written and stores every value exactly', async () => {
+    expect(await importDocument(document())).toEqual({ vaults: 2, compositions: 2, transactions: 3 })
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, transactions: 3 })
+
+    const v = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'usdc-main' } })
+    expect({
+      ...v,
+      baseAssetPriceUsd: v.baseAssetPriceUsd.toFixed(),
+      tvl: v.tvl.toFixed(),
+      sharePrice: v.sharePrice.toFixed(),
+      maxDeposit: v.maxDeposit?.toFixed(),
+      minDeposit: v.minDeposit?.toFixed(),
+      inceptionDate: v.inceptionDate?.toISOString(),
+      createdAt: undefined,
+      updatedAt: undefined,
+    }).toEqual({
+      id: 'usdc-main',
+      name: 'Main USDC',
+      chain: 'ethereum',
+      chainId: '1',
+      symbol: 'vUSDC',
+      baseAsset: 'USDC',
+      baseAssetPriceUsd: '0.9998',
+      status: 'active',
+      tvl: '12500000.5',
+      sharePrice: '1.000000000000000001',
+      perfFeeBps: 1000,
+      mgmtFeeBps: 150,
+      contractAddress: '0x1111111111111111111111111111111111111111',
+      maxDeposit: '1000000',
+      minDeposit: '10',
+      depositPaused: false,
+      instantLiquidity: true,
+      instantSlippageMaxBps: 30,
+      redeem24hThresholdPctOfAum: 12.5,
+      redeem48hAboveThreshold: true,
+      iconDark: 'https://x.example/d.svg',
+      iconLight: 'https://x.example/l.svg',
+      apiEndpoint: 'https://x.example/api/usdc-main',
+      description: 'Lends USDC.',
+      docsUrl: 'https://x.example/docs',
+      inceptionDate: '2025-11-20T00:00:00.000Z',
+      strategyBrief: 'Blue chips only.',
+      createdAt: undefined,
+      updatedAt: undefined,
+    })
+
+    const lite = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'weth-lite' } })
+    expect(lite).toMatchObject({
+      status: 'paused',
+      chainId: null,
+      mgmtFeeBps: null,
+      maxDeposit: null,
+      minDeposit: null,
+      depositPaused: null,
+      instantLiquidity: null,
+      instantSlippageMaxBps: null,
+      redeem24hThresholdPctOfAum: null,
+      redeem48hAboveThreshold: null,
+      iconDark: null,
+      iconLight: null,
+      description: null,
+      docsUrl: null,
+      inceptionDate: null,
+      strategyBrief: null,
+    })
+
+    const txs = await db.prisma.transaction.findMany({ orderBy: { id: 'asc' } })
+    expect(
+      txs.map((t) => ({
+        ...t,
+        amount: t.amount.toFixed(),
+        shares: t.shares.toFixed(),
+        timestamp: t.timestamp.toISOString(),
+        completedAt: t.completedAt?.toISOString() ?? null,
+      })),
+    ).toEqual([
+      {
+        id: 't1',
+        vaultId: 'usdc-main',
+        address: ALICE.toLowerCase(),
+        type: 'deposit',
+        status: 'completed',
+        amount: HUGE,
+        shares: HUGE,
+        timestamp: '2026-11-20T10:00:00.000Z',
+        completedAt: '2026-11-20T10:00:30.000Z',
+        txHash: `0x${'t1'.padStart(64, '0')}`,
+      },
+      {
+        id: 't2',
+        vaultId: 'usdc-main',
+        address: ALICE.toLowerCase(),
+        type: 'redeem',
+        status: 'pending',
+        amount: '0.000000000000000001',
+        shares: '5',
+        timestamp: '2026-11-21T11:59:59.999Z',
+        completedAt: null,
+        txHash: `0x${'t2'.padStart(64, '0')}`,
+      },
+      {
+        id: 't3',
+        vaultId: 'weth-lite',
+        address: ALICE.toLowerCase(),
+        type: 'withdraw',
+        status: 'failed',
+        amount: '2.5',
+        shares: '2.4',
+        timestamp: '2026-11-20T10:00:00.000Z',
+        completedAt: '2026-11-20T10:00:30.000Z',
+        txHash: `0x${'t3'.padStart(64, '0')}`,
+      },
+    ])
+
+    const snapshots = await db.prisma.compositionSnapshot.findMany({
+      orderBy: { asOf: 'asc' },
+      include: { allocations: { orderBy: { platform: 'asc' } } },
+    })
+    expect(snapshots.map((s) => ({ vaultId: s.vaultId, asOf: s.asOf.toISOString(), allocations: s.allocations.map(({ snapshotId: _, ...a }) => a) }))).toEqual([
+      {
+        vaultId: 'usdc-main',
+        asOf: '2026-11-21T06:00:00.000Z',
+        allocations: [
+          { platform: 'aave', asset: 'USDC', symbol: 'USDC', pct: 60.5, apyEstPct: 4.25, icon: 'https://x.example/aave.svg' },
+          { platform: 'morpho', asset: 'USDC', symbol: 'USDC', pct: 39.5, apyEstPct: 6.1, icon: 'https://x.example/morpho.svg' },
+        ],
+      },
+      {
+        vaultId: 'usdc-main',
+        asOf: '2026-11-21T12:00:00.250Z', // the +01:00 offset, normalised to UTC
+        allocations: [{ platform: 'aave', asset: 'USDC', symbol: 'USDC', pct: 100, apyEstPct: 4.25, icon: 'https://x.example/aave.svg' }],
+      },
+    ])
+  })
+
+  it('updates in place when the same ids are imported again', async () => {
+    const before = await db.prisma.compositionSnapshot.findFirstOrThrow({ where: { asOf: new Date('2026-11-21T06:00:00.000Z') } })
+    const doc = document()
+    doc.vaults[0] = { ...fullVault, name: 'Main USDC v2', tvl: '13000000', status: 'closed', description: null }
+    doc.compositions[0]!.positions = [position('compound', 'USDC', 70), position('euler', 'USDC', 30)]
+    doc.transactions[1] = tx('t2', {
+      type: 'redeem',
+      status: 'completed',
+      amount: '7.25',
+      shares: '5',
+      timestamp: '2026-11-21T11:59:59.999Z',
+      completed_at: '2026-11-22T08:00:00Z',
+    })
+
+    expect(await importDocument(doc)).toEqual({ vaults: 2, compositions: 2, transactions: 3 })
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, transactions: 3 })
+
+    const v = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'usdc-main' } })
+    expect([v.name, v.tvl.toFixed(), v.status, v.description]).toEqual(['Main USDC v2', '13000000', 'closed', null])
+    expect(v.updatedAt.getTime()).toBeGreaterThanOrEqual(v.createdAt.getTime())
+
+    const t2 = await db.prisma.transaction.findUniqueOrThrow({ where: { id: 't2' } })
+    expect([t2.status, t2.amount.toFixed(), t2.completedAt?.toISOString()]).toEqual(['completed', '7.25', '2026-11-22T08:00:00.000Z'])
+
+    const after = await db.prisma.compositionSnapshot.findUniqueOrThrow({
+      where: { id: before.id },
+      include: { allocations: { orderBy: { platform: 'asc' } } },
+    })
+    expect(after.allocations.map((a) => [a.platform, a.pct])).toEqual([
+      ['compound', 70],
+      ['euler', 30],
+    ])
+  })
+
+  it('accepts compositions and transactions for vaults that exist only in the database', async () => {
+    const counts = await importDocument({
+      compositions: [{ vault_id: 'weth-lite', as_of: '2026-11-22T00:00:00Z', positions: [] }],
+      transactions: [tx('t4', { vault_id: 'weth-lite' })],
+    })
+    expect(counts).toEqual({ vaults: 0, compositions: 1, transactions: 1 })
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 3, allocations: 3, transactions: 4 })
+  })
+
+  it('accepts an empty document', async () => {
+    expect(await importDocument({})).toEqual({ vaults: 0, compositions: 0, transactions: 0 })
+  })
+
+  const newVault = { ...minimalVault, id: 'brand-new' }
+  const manyValid = Array.from({ length: 1500 }, (_, i) => tx(`bulk-${i}`, { vault_id: 'brand-new' }))
+
+  const rejected: [string, unknown, string][] = [
+    ['a non-object document', [], 'document: must be an object'],
+    ['a null document', null, 'document: must be an object'],
+    ['an unknown top-level key', { vaults: [], transaction: [] }, 'transaction: is not a known field'],
+    ['an unknown key that is not an identifier', { transactions: [{ ...tx('x1'), 'tx hash': '0x' }] }, 'transactions[0]["tx hash"]: is not a known field'],
+    ['a list that is not an array', { vaults: {} }, 'vaults: must be an array'],
+    [
+      'an exponent amount',
+      { transactions: [tx('x1'), tx('x2', { amount: '1e5' })] },
+      'transactions[1].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)',
+    ],
+    ['an amount as a JSON number', { transactions: [tx('x1', { amount: 100 })] }, 'transactions[0].amount: must be a decimal string such as "1.5"'],
+    ['19 fractional digits', { transactions: [tx('x1', { shares: '0.1234567890123456789' })] }, 'transactions[0].shares: has more than 18 fractional digits'],
+    ['61 integer digits', { vaults: [{ ...fullVault, tvl: `1${HUGE}` }] }, 'vaults[0].tvl: has more than 60 integer digits'],
+    ['a negative amount', { transactions: [tx('x1', { amount: '-1' })] }, 'transactions[0].amount: must not be negative'],
+    ['a bad address', { transactions: [tx('x1', { address: '0x1234' })] }, 'transactions[0].address: must be an EVM address (0x followed by 40 hex digits)'],
+    ['a wrong vault status', { vaults: [{ ...fullVault, status: 'frozen' }] }, 'vaults[0].status: must be one of "active", "paused", "closed"'],
+    ['a wrong transaction type', { transactions: [tx('x1', { type: 'Deposit' })] }, 'transactions[0].type: must be one of "deposit", "withdraw", "redeem"'],
+    [
+      'an impossible date',
+      { transactions: [tx('x1', { timestamp: '2026-02-29T00:00:00Z' })] },
+      'transactions[0].timestamp: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"',
+    ],
+    [
+      'a timestamp without a zone',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00', positions: [] }] },
+      'compositions[0].as_of: must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"',
+    ],
+    ['a bad inception date', { vaults: [{ ...fullVault, inception_date: '2025-13-01' }] }, 'vaults[0].inception_date: must be a date in the form YYYY-MM-DD'],
+    ['a missing field', { vaults: [{ ...fullVault, name: undefined }] }, 'vaults[0].name: is required'],
+    ['an unknown nested field', { vaults: [{ ...fullVault, icons: { dark: null, color: 'red' } }] }, 'vaults[0].icons.color: is not a known field'],
+    ['bps beyond int32', { vaults: [{ ...fullVault, perf_fee_bps: 2_147_483_648 }] }, 'vaults[0].perf_fee_bps: must be an integer from 0 to 2147483647'],
+    ['a fractional bps', { vaults: [{ ...fullVault, mgmt_fee_bps: 1.5 }] }, 'vaults[0].mgmt_fee_bps: must be an integer from 0 to 2147483647'],
+    [
+      'pct above 100',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 100.5)] }] },
+      'compositions[0].positions[0].pct: must be a number from 0 to 100',
+    ],
+    [
+      'pct as a string',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [{ ...position('aave', 'USDC', 1), pct: '1' }] }] },
+      'compositions[0].positions[0].pct: must be a number from 0 to 100',
+    ],
+    ['a duplicate transaction id', { transactions: [tx('x1'), tx('x2'), tx('x1')] }, 'transactions[2].id: duplicate id "x1" (first at transactions[0])'],
+    ['a duplicate vault id', { vaults: [fullVault, { ...minimalVault, id: 'usdc-main' }] }, 'vaults[1].id: duplicate id "usdc-main" (first at vaults[0])'],
+    [
+      'a duplicate snapshot (same instant, different notation)',
+      {
+        compositions: [
+          { vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [] },
+          { vault_id: 'usdc-main', as_of: '2026-11-21T14:00:00.000+02:00', positions: [] },
+        ],
+      },
+      'compositions[1].as_of: duplicate snapshot of vault "usdc-main" at 2026-11-21T12:00:00.000Z (first at compositions[0])',
+    ],
+    [
+      'a duplicate position',
+      { compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 50), position('aave', 'USDC', 50)] }] },
+      'compositions[0].positions[1]: duplicate platform and asset "aave"/"USDC" (first at positions[0])',
+    ],
+    [
+      'completion before submission',
+      { transactions: [tx('x1', { completed_at: '2026-11-20T09:59:59.999Z' })] },
+      'transactions[0].completed_at: must not be earlier than timestamp',
+    ],
+    [
+      'a completion time on a pending transaction',
+      { transactions: [tx('x1', { status: 'pending' })] },
+      'transactions[0].completed_at: must be null while status is "pending"',
+    ],
+    ['a NUL character', { vaults: [{ ...fullVault, name: 'a\u0000b' }] }, 'vaults[0].name: must not contain NUL characters'],
+    [
+      'an id with a slash',
+      { transactions: [tx('a/b')] },
+      'transactions[0].id: must be 1-128 characters: letters, digits, ".", "_", ":" or "-", starting with a letter or digit',
+    ],
+    [
+      'a vault in neither the document nor the database',
+      { vaults: [newVault], transactions: [...manyValid, tx('x1', { vault_id: 'nope' })] },
+      'transactions[1500].vault_id: unknown vault "nope"',
+    ],
+    [
+      'an invalid row after 1500 valid ones',
+      { vaults: [newVault], transactions: [...manyValid, tx('x1', { amount: '1.' })] },
+      'transactions[1500].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)',
+    ],
+    [
+      'many problems at once',
+      { transactions: Array.from({ length: 7 }, (_, i) => tx(`m${i}`, { amount: 'x' })) },
+      `${[0, 1, 2, 3, 4].map((i) => `transactions[${i}].amount: must be a plain decimal string (digits, optional "." and fraction, no exponent)`).join('; ')}; and 2 more problems`,
+    ],
+  ]
+
+  it.each(rejected)('rejects %s with the offending path, writing nothing', async (_name, doc, message) => {
+    const before = await tableCounts()
+    const error = await importDocument(doc).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(AppError)
+    expect(error).toMatchObject({ code: 'bad_request', status: 400, message })
+    expect(await tableCounts()).toEqual(before)
+    expect(await db.prisma.vault.findUnique({ where: { id: 'brand-new' } })).toBeNull()
+  })
+
+  it('validates to a canonical form: plain amounts, UTC milliseconds, lowercase addresses, explicit nulls', () => {
+    const doc = validateImportDocument({
+      vaults: [{ ...minimalVault, tvl: '00120.500', share_price: '1.000000000000000000' }],
+      transactions: [tx('c1', { address: ALICE, amount: '0.0', timestamp: '2026-11-21T12:00:00.123456-05:30', completed_at: undefined, status: 'pending' })],
+    })
+    expect(doc.compositions).toEqual([])
+    expect(doc.vaults[0]).toMatchObject({
+      tvl: '120.5',
+      share_price: '1',
+      mgmt_fee_bps: null,
+      deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
+      icons: { dark: null, light: null },
+      inception_date: null,
+    })
+    expect(doc.transactions[0]).toMatchObject({ address: ALICE.toLowerCase(), amount: '0', timestamp: '2026-11-21T17:30:00.123Z', completed_at: null })
+  })
+})
