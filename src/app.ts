@@ -51,6 +51,8 @@ export interface App {
   webhookWorker?: WebhookWorker
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
+  /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
+  drain(): void
   /** Stops background work, after the webhook deliveries in flight are recorded (not the database: its owner closes it). */
   close(): Promise<void>
 }
@@ -136,7 +138,9 @@ export function createApp({
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
   app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }))
+  let draining = false
   app.get('/readyz', async (c) => {
+    if (draining) return errorResponse(c, new AppError('unavailable', 'The gateway is shutting down.'))
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
@@ -169,6 +173,9 @@ export function createApp({
     webhookWorker,
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes,
+    drain: () => {
+      draining = true
+    },
     close: async () => {
       await webhookWorker?.stop()
       stopSqlObservation()

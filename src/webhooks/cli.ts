@@ -11,9 +11,8 @@ import type { DeliveryPage, WebhookEndpointView } from './views.js'
 // database access) or to a running gateway's admin API (when it owns the embedded data directory),
 // and come back as lines for people.
 
-export const WEBHOOKS_USAGE = 'vaultgate webhooks add URL TYPES [VAULTS] | list | remove ID | deliveries ID [STATUS] [CURSOR]'
-export const WEBHOOKS_SUMMARY =
-  'Manage webhook endpoints (TYPES: comma-separated event types or `all`; VAULTS: comma-separated vault ids, all when left out) and list their deliveries.'
+export const WEBHOOKS_USAGE = 'vaultgate webhooks add|list|remove|deliveries …'
+export const WEBHOOKS_SUMMARY = 'Manage webhook endpoints (the signing secret is shown once) and list their deliveries with every attempt.'
 
 /** What the commands need, whichever way they reach the data. */
 export interface WebhookOps {
@@ -68,41 +67,28 @@ export type WebhooksCommand =
   | { action: 'remove'; id: string }
   | { action: 'deliveries'; id: string; status?: string; cursor?: string; limit?: number }
 
-const list = (text: string) =>
+/** A comma-separated list, blanks dropped. */
+export const commaList = (text: string) =>
   text
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
 
-/** Reads the positional arguments after `webhooks`; a usage problem comes back as a sentence. */
-export function parseWebhooksArgs(args: string[]): { ok: true; command: WebhooksCommand } | { ok: false; message: string } {
-  const [action, ...rest] = args
-  const fail = (message: string) => ({ ok: false as const, message })
-  switch (action) {
-    case 'add': {
-      const [url, types, vaults, ...extra] = rest
-      if (!url || !types) return fail('webhooks add needs a URL and the event TYPES (comma-separated, or `all`).')
-      if (extra.length > 0) return fail(`webhooks add takes URL TYPES [VAULTS]; unexpected ${extra.join(' ')}.`)
-      const eventTypes = types === 'all' ? [...WEBHOOK_EVENT_TYPES] : list(types)
-      const unknown = eventTypes.filter((t) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t))
-      if (unknown.length > 0) return fail(`Unknown event type ${unknown.join(', ')}; the types are ${WEBHOOK_EVENT_TYPES.join(', ')} (or all).`)
-      return { ok: true, command: { action, url, eventTypes, ...(vaults === undefined ? {} : { vaultIds: list(vaults) }) } }
-    }
-    case 'list':
-      return rest.length > 0 ? fail('webhooks list takes no arguments.') : { ok: true, command: { action } }
-    case 'remove':
-      return rest.length === 1 ? { ok: true, command: { action, id: rest[0]! } } : fail('webhooks remove needs one endpoint ID.')
-    case 'deliveries': {
-      const [id, status, cursor, ...extra] = rest
-      if (!id || extra.length > 0) return fail('webhooks deliveries takes an endpoint ID, then optionally a STATUS (or all) and a CURSOR.')
-      const statuses = Object.values(WebhookDeliveryStatus) as string[]
-      if (status !== undefined && status !== 'all' && !statuses.includes(status)) return fail(`STATUS must be one of ${statuses.join(', ')} or all.`)
-      return { ok: true, command: { action, id, ...(status && status !== 'all' ? { status } : {}), ...(cursor ? { cursor } : {}) } }
-    }
-    default:
-      return fail('webhooks needs add, list, remove or deliveries.')
+/** The TYPES argument: comma-separated event types, or `all`. Throws a sentence for people on an unknown one. */
+export function parseEventTypes(text: string): string[] {
+  if (text === 'all') return [...WEBHOOK_EVENT_TYPES]
+  const types = commaList(text)
+  const unknown = types.filter((t) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t))
+  if (types.length === 0 || unknown.length > 0) {
+    throw new Error(
+      `${unknown.length > 0 ? `Unknown event type ${unknown.join(', ')}` : 'No event type'}; the types are ${WEBHOOK_EVENT_TYPES.join(', ')} (or all).`,
+    )
   }
+  return types
 }
+
+/** The delivery states `--status` takes. */
+export const DELIVERY_STATUSES: readonly string[] = Object.values(WebhookDeliveryStatus)
 
 const vaultsOf = (e: WebhookEndpointView) => (e.vault_ids === null ? 'all vaults' : `vaults ${e.vault_ids.join(', ')}`)
 
@@ -126,7 +112,7 @@ export async function runWebhooksCommand(command: WebhooksCommand, ops: WebhookO
       await ops.remove(command.id)
       return [`Removed webhook endpoint ${command.id} with its deliveries.`]
     case 'deliveries': {
-      const page = await ops.deliveries(command.id, { status: command.status, cursor: command.cursor })
+      const page = await ops.deliveries(command.id, { status: command.status, cursor: command.cursor, limit: command.limit })
       if (page.items.length === 0) return [command.cursor ? 'No more deliveries.' : 'No deliveries.']
       const lines: string[] = []
       for (const d of page.items) {
@@ -137,7 +123,9 @@ export async function runWebhooksCommand(command: WebhooksCommand, ops: WebhookO
           lines.push(`    #${a.attempt} ${a.started_at} ${a.duration_ms} ms  ${a.status_code ?? '-'}${a.error ? `  ${a.error}` : ''}`)
         }
       }
-      if (page.next_cursor) lines.push(`More: vaultgate webhooks deliveries ${command.id} ${command.status ?? 'all'} ${page.next_cursor}`)
+      if (page.next_cursor) {
+        lines.push(`More: vaultgate webhooks deliveries ${command.id}${command.status ? ` --status ${command.status}` : ''} --cursor ${page.next_cursor}`)
+      }
       return lines
     }
   }
