@@ -267,9 +267,9 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
   })
 
   it.each([
-    ['first: 0', { first: 0 }, 'bad_request', 'limit must be an integer from 1 to 200.'],
-    ['first: 201', { first: 201 }, 'bad_request', 'limit must be an integer from 1 to 200.'],
-    ['a made-up cursor', { after: 'abc' }, 'bad_request', 'cursor is not a cursor this service issued; pass next_cursor exactly as received.'],
+    ['first: 0', { first: 0 }, 'bad_request', 'first must be an integer from 1 to 200.'],
+    ['first: 201', { first: 201 }, 'bad_request', 'first must be an integer from 1 to 200.'],
+    ['a made-up cursor', { after: 'abc' }, 'bad_request', 'after is not a cursor this service issued; pass pageInfo.endCursor exactly as received.'],
     ['a malformed address', { address: '0x1234' }, 'bad_request', 'address must be an EVM address: 0x followed by 40 hex digits.'],
     ['an unknown vault', { vaultId: 'nope' }, 'not_found', 'Vault nope not found.'],
   ])('answers %s with an error coded %s', async (_name, vars, code, message) => {

@@ -1,6 +1,7 @@
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { builder } from '../builder.js'
 import { checkPageSize } from '../../core/page.js'
+import { GRAPHQL_AFTER } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
 import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
@@ -41,8 +42,8 @@ builder.objectField(User, 'transactions', (t) =>
     },
     resolve: async (user, args) => {
       const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
-      const limit = checkPageSize(args.first, 'limit')
-      const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter)
+      const limit = checkPageSize(args.first, 'first')
+      const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
       if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${filter.vaultId} not found.`)

@@ -2,7 +2,8 @@ import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
 import { PAGE_SIZE } from '../../core/page.js'
-import { parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
+import { REST_CURSOR } from '../../core/signed-cursor.js'
+import { decodeCursor, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
 import { notFound } from '../../core/errors.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
@@ -105,7 +106,11 @@ const transactions = defineRoute({
       }
     }
   }`,
-  variables: ({ params, query }) => ({ address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }),
+  variables: ({ params, query }) => {
+    // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
+    if (query.cursor !== undefined) decodeCursor(query.cursor, { address: params.address, vaultId: params.vault_id, type: query.type ?? null }, REST_CURSOR)
+    return { address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }
+  },
   shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
 

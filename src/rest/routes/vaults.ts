@@ -2,6 +2,8 @@ import { z } from 'zod'
 import { VaultStatus } from '../../generated/prisma/enums.js'
 import { GROUP_BYS, TIMEFRAMES, type GroupBy, type Timeframe } from '../../vaults/composition.js'
 import { PAGE_SIZE } from '../../core/page.js'
+import { REST_CURSOR } from '../../core/signed-cursor.js'
+import { decodeVaultCursor } from '../../vaults/list.js'
 import { notFound } from '../../core/errors.js'
 import { choiceParam, limitParam, segmentParam, textParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
@@ -179,7 +181,11 @@ export const vaultRoutes: RestRoute[] = [
     document: `query Vaults($first: Int!, $after: String, $chain: String, $status: VaultStatus) {
       vaults(first: $first, after: $after, chain: $chain, status: $status) { edges { node { ...VaultFields } } pageInfo { hasNextPage endCursor } }
     } ${VAULT_FIELDS}`,
-    variables: ({ query }) => ({ first: query.limit, after: query.cursor, chain: query.chain, status: query.status }),
+    variables: ({ query }) => {
+      // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
+      if (query.cursor !== undefined) decodeVaultCursor({ chain: query.chain ?? null, status: query.status ?? null }, query.cursor, REST_CURSOR)
+      return { first: query.limit, after: query.cursor, chain: query.chain, status: query.status }
+    },
     shape: (data: ListData) => listBody(data),
     response: VaultList,
     errors: ['bad_request'],
