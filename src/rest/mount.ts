@@ -72,7 +72,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
       const body = JSON.stringify(route.shape(result.data, input))
       return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: c.req.routePath }
     }
-    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
+    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
 
     app.on(route.method, route.path, async (c) => {
       if (shared?.enabled) {
@@ -86,7 +86,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
           if (background) {
             const detached = new Request(c.req.url, { headers: c.req.raw.headers })
             const deadline = c.get('deadline')?.detached()
-            return compute(c, detached, { requestId: c.get('requestId'), deadline })
+            return compute(c, detached, { requestId: c.get('requestId'), deadline, rest: true })
               .catch((e: unknown) => {
                 if (!(e instanceof AppError)) logger.error({ err: e, path: c.req.path }, 'background refresh of a cached answer failed')
                 return undefined

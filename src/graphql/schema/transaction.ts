@@ -1,5 +1,6 @@
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { builder } from '../builder.js'
+import { cost, pageCost } from '../cost.js'
 import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
@@ -34,6 +35,7 @@ builder.objectField(User, 'transactions', (t) =>
     type: TransactionConnection,
     description:
       "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
+    extensions: cost(pageCost),
     args: {
       vaultId: t.arg.id({ required: true }),
       type: t.arg({ type: TransactionTypeEnum, description: 'Only transactions of this type.' }),

@@ -1,6 +1,7 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
+import { cost, pageCost } from '../cost.js'
 import { encodeVaultCursor, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
 import { findVaultPage } from '../../vaults/store.js'
 import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
@@ -111,6 +112,7 @@ builder.queryField('vaults', (t) =>
   t.field({
     type: VaultConnection,
     description: `Vaults ordered by id, optionally filtered. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
+    extensions: cost(pageCost),
     args: {
       chain: t.arg.string({ description: 'Only vaults on this chain.' }),
       status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
