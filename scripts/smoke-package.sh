@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs vaultgate, installs the tarball into an empty folder as a user would, and checks the
-# installed command: --help, migrate against a fresh PostgreSQL database (when one is reachable),
-# and start on the embedded default, answering a GraphQL query.
+# installed command: --help, migrate against a fresh PostgreSQL database (when one is reachable);
+# then lays the tarball out as the container image does (production dependencies only) and runs
+# the image's command: start on the embedded default, answering a GraphQL query.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -43,8 +44,13 @@ if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
   echo "smoke: npx vaultgate migrate applied the migrations to a fresh PostgreSQL database"
 fi
 
-# The installed bin directly (not npx), so that $! is the gateway itself and the TERM below reaches it.
-DATA_DIR="$work/app/.data" PORT="$port" LOG_LEVEL=warn ./node_modules/.bin/vaultgate start > "$work/start.log" 2>&1 &
+# The container image's layout and command (Dockerfile: the packed files with `npm ci --omit=dev
+# --ignore-scripts`, then its CMD from that folder; test/deploy.unit.test.ts checks that start_cmd
+# is the image's CMD). exec: $! is the gateway itself, so the TERM below reaches it.
+start_cmd=(node bin/vaultgate.js start)
+mkdir -p "$work/image" && tar -xzf "$work/$tarball" --strip-components=1 -C "$work/image"
+(cd "$work/image" && npm ci --omit=dev --no-audit --no-fund --ignore-scripts >/dev/null)
+(cd "$work/image" && DATA_DIR="$work/image/.data" PORT="$port" LOG_LEVEL=warn exec "${start_cmd[@]}") > "$work/start.log" 2>&1 &
 gw_pid=$!
 # The URL this gateway printed (never whatever else may listen on a fixed port).
 url=""
@@ -62,5 +68,6 @@ for page in / /docs /explorer/chart.umd.min.js /docs/swagger-ui-bundle.js; do
 done
 openapi="$(curl -sf "$url/openapi.json")" # not piped into grep -q: with pipefail, its early exit would fail curl
 case "$openapi" in *'"openapi": "3.1'*) ;; *) echo "smoke: /openapi.json is missing" >&2; exit 1 ;; esac
-kill -TERM "$gw_pid"; wait "$gw_pid" || true; gw_pid=""
-echo "smoke: npx vaultgate start served the demo data, the explorer, /docs and /openapi.json"
+kill -TERM "$gw_pid"; status=0; wait "$gw_pid" || status=$?; gw_pid=""
+[ "$status" = 0 ] || { echo "smoke: the gateway exited with $status after SIGTERM" >&2; cat "$work/start.log" >&2; exit 1; }
+echo "smoke: the image's command (${start_cmd[*]}, production dependencies only) served the demo data, the explorer, /docs and /openapi.json"

@@ -43,6 +43,8 @@ export interface App {
   ready: Promise<void>
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
+  /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
+  drain(): void
   /** Stops background work (not the database: its owner closes it). */
   close(): Promise<void>
 }
@@ -109,7 +111,9 @@ export function createApp({
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
   app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }))
+  let draining = false
   app.get('/readyz', async (c) => {
+    if (draining) return errorResponse(c, new AppError('unavailable', 'The gateway is shutting down.'))
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
@@ -147,6 +151,9 @@ export function createApp({
     responseCache,
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
+    drain: () => {
+      draining = true
+    },
     close: async () => {
       stopSqlObservation()
       limits.close()

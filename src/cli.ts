@@ -1,25 +1,25 @@
+import { existsSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { parseArgs } from 'node:util'
+import path from 'node:path'
+import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander'
 import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
-import { normalizeAddress } from './wallets/address.js'
+import { jwksFileProblem } from './auth/session.js'
 import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
+import { migrationStatus, type MigrationStatus } from './db/migration-status.js'
+import { checkDatabase } from './db/preflight.js'
 import { DataDirBusyError, readLock } from './db/embedded-lock.js'
 import { createLogger, setLogger } from './core/log.js'
+import { readLocalMigrations } from './db/migrate.js'
+import { packageRoot } from './core/paths.js'
 import { createProgress } from './core/progress.js'
 import { applyRuntimeFlags } from './core/runtime-flags.js'
-import { BootError, prepareDatabase, startGateway } from './server.js'
+import { normalizeAddress } from './wallets/address.js'
+import { BootError, prepareDatabase, startGateway, unreachableDatabase } from './server.js'
 
 // The CLI prints for people: plain sentences on stdout/stderr, exit code 0 on success, 1 on a
-// failure it can explain, 2 on a usage error. Never a stack trace unless DEBUG is set.
-
-class UsageError extends Error {}
-
-interface Command {
-  usage: string
-  summary: string
-  run(args: string[], config: Config): Promise<void>
-}
+// failure it can explain, 2 on a usage error (commander: unknown commands and options, with a
+// suggestion). Never a stack trace unless DEBUG is set.
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
 
@@ -60,96 +60,180 @@ export async function withDatabase<T>(config: Config, work: () => Promise<T>): P
   }
 }
 
-export const commands: Record<string, Command> = {
+/** The commands, in the order `vaultgate --help` lists them (the deploy files are checked against these names). */
+export const commands = {
   start: {
     usage: 'vaultgate start',
     summary: 'Serve the API (GraphQL at /graphql, REST under /v1, explorer at /, reference at /docs); the default command.',
-    run: async (_args, config) => {
-      const progress = createProgress()
-      const gateway = await startGateway(config, { progress }).finally(() => progress.end())
-      out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
-      out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
-      const h = await gateway.hints?.catch(() => undefined)
-      if (h) {
-        out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
-        for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
-        const [v] = h.vaultIds
-        if (v) out(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
-      }
-      out('')
-      let stopping = false
-      const stop = (signal: string) => {
-        if (stopping) process.exit(1)
-        stopping = true
-        out(`vaultgate: ${signal} received, finishing in-flight requests…`)
-        gateway.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        )
-      }
-      process.on('SIGTERM', () => stop('SIGTERM'))
-      process.on('SIGINT', () => stop('SIGINT'))
-      await new Promise(() => {})
-    },
   },
   migrate: {
     usage: 'vaultgate migrate',
-    summary: 'Apply pending database migrations (the gateway also does this at start).',
-    run: async (_args, config) => {
-      const url = await runningGateway(config)
-      if (url) throw new BootError(`The gateway at ${url} owns the data directory and applied migrations when it started; nothing to do.`)
-      const progress = createProgress()
-      progress.update('Applying migrations')
-      const { db, lock, applied } = await prepareDatabase(config).finally(() => progress.end())
-      await db.close()
-      await lock?.release()
-      out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
-    },
+    summary: 'Apply pending database migrations (start does this too, unless MIGRATE_ON_START=false).',
   },
   allowlist: {
     usage: 'vaultgate allowlist add|remove|list [ADDRESS] [NOTE]',
     summary: 'Manage the wallets that may hold API keys; removing one revokes its key.',
-    run: allowlistCommand,
   },
   import: {
     usage: 'vaultgate import FILE',
     summary: 'Load a JSON document {"vaults":[…],"compositions":[…],"transactions":[…]} in one transaction.',
-    run: async (args, config) => {
-      const file = args[0]
-      if (!file) throw new UsageError('import needs a FILE argument.')
-      const progress = createProgress()
-      let counts: unknown
-      try {
-        progress.update(`Reading ${file}`)
-        const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
-          throw new BootError(`Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}.`)
-        })
-        const url = await runningGateway(config)
-        if (url) {
-          progress.update(`Importing through the gateway at ${url}`)
-          counts = await callAdmin(config, url, 'POST', '/import', text)
-        } else {
-          progress.update(`Parsing ${file}`)
-          let doc: unknown
-          try {
-            doc = JSON.parse(text)
-          } catch {
-            throw new BootError(`${file} is not valid JSON.`)
-          }
-          const { importDocument } = await import('./importer/write.js')
-          progress.update('Opening the database')
-          counts = await withDatabase(config, () => {
-            progress.update('Validating the document')
-            return importDocument(doc, undefined, { onProgress: (p) => progress.update(`Writing ${p.kind}`, p.done, p.total) })
-          })
-        }
-      } finally {
-        progress.end()
-      }
-      const c = counts as { vaults: number; compositions: number; transactions: number }
-      out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
-    },
   },
+} as const satisfies Record<string, { usage: string; summary: string }>
+
+/**
+ * The configuration, checked before anything is written: the variables themselves, then what
+ * they point at (AUTH_JWKS_FILE's key set, DATABASE_URL's database), all problems in one message.
+ */
+export async function checkedConfig(source: Record<string, string | undefined>): Promise<Config> {
+  const problems: string[] = []
+  let config: Config | undefined
+  try {
+    config = loadConfig(source)
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e
+    problems.push(...e.problems)
+  }
+  if (source.AUTH_JWKS_FILE) {
+    const problem = jwksFileProblem(source.AUTH_JWKS_FILE)
+    if (problem) problems.push(problem)
+  }
+  // The database is asked whenever DATABASE_URL and its timeout are valid, whatever else is wrong.
+  let database: Extract<Config['storage'], { mode: 'postgres' }> | undefined
+  let timeoutMs = 0
+  try {
+    const c = loadConfig({ DATABASE_URL: source.DATABASE_URL, DB_CONNECT_TIMEOUT_MS: source.DB_CONNECT_TIMEOUT_MS })
+    if (c.storage.mode === 'postgres') [database, timeoutMs] = [c.storage, c.pool.connectTimeoutMs]
+  } catch {
+    // already among the problems above
+  }
+  const check = database ? await checkDatabase(database.url, timeoutMs) : ({ ok: true } as const)
+  if (!check.ok && 'problem' in check) problems.push(check.problem)
+  if (problems.length > 0 || !config) throw new ConfigError(problems)
+  if (!check.ok && 'unreachable' in check) throw unreachableDatabase(config, check.unreachable)
+  return config
+}
+
+/** Loads and checks the configuration (`overrides`: command-line options that win over the environment), then applies it to the process. */
+async function configure(overrides: Record<string, string | undefined> = {}): Promise<Config> {
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined))
+  const config = await checkedConfig({ ...process.env, ...given })
+  applyRuntimeFlags(config)
+  setLogger(createLogger(config.logLevel))
+  return config
+}
+
+async function startCommand(options: { port?: string; host?: string }): Promise<void> {
+  const config = await configure({ PORT: options.port, HOST: options.host })
+  const progress = createProgress()
+  const gateway = await startGateway(config, { progress }).finally(() => progress.end())
+  out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+  out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
+  const h = await gateway.hints?.catch(() => undefined)
+  if (h) {
+    out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
+    for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
+    const [v] = h.vaultIds
+    if (v) out(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
+  }
+  out('')
+  let stopping = false
+  // SIGTERM comes from an orchestrator (docker stop, Kubernetes): keep serving for
+  // SHUTDOWN_DELAY_MS with /readyz at 503 while load balancers take this instance out. SIGINT is
+  // a person at a terminal: no delay.
+  const stop = (signal: 'SIGTERM' | 'SIGINT') => {
+    if (stopping) process.exit(1)
+    stopping = true
+    const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0
+    out(
+      delayMs > 0
+        ? `vaultgate: ${signal} received; /readyz answers 503, serving ${delayMs} ms more, then finishing in-flight requests…`
+        : `vaultgate: ${signal} received, finishing in-flight requests…`,
+    )
+    gateway.close({ delayMs }).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    )
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
+  await new Promise(() => {})
+}
+
+/** What the database records, without opening (or creating) an embedded data directory that holds no database yet. */
+async function readMigrationStatus(config: Config): Promise<MigrationStatus> {
+  if (config.storage.mode === 'embedded' && !config.storage.dataDir.startsWith('memory://') && !existsSync(path.join(config.storage.dataDir, 'PG_VERSION'))) {
+    return { applied: [], pending: (await readLocalMigrations()).map((m) => m.name), failed: [], unknown: [] }
+  }
+  const { db, lock } = await prepareDatabase(config, { migrate: false })
+  try {
+    return await migrationStatus(db.prisma)
+  } finally {
+    await db.close()
+    await lock?.release()
+  }
+}
+
+async function migrateCommand(options: { dryRun?: boolean; status?: boolean }): Promise<void> {
+  const config = await configure()
+  const url = await runningGateway(config)
+  if (url) {
+    out(`The gateway at ${url} owns the data directory and applied its migrations when it started; nothing to do.`)
+    return
+  }
+  if (options.dryRun || options.status) {
+    const status = await readMigrationStatus(config)
+    if (options.status) {
+      for (const name of status.applied) out(`applied  ${name}`)
+      for (const name of status.unknown) out(`applied  ${name}  (not in this version: a newer one migrated the database)`)
+      for (const name of status.failed) out(`failed   ${name}  (started and never finished: resolve it before migrating again)`)
+      for (const name of status.pending) out(`pending  ${name}`)
+    }
+    if (status.pending.length === 0) out('The database is up to date.')
+    else if (options.dryRun) out(`Would apply ${status.pending.length} migration(s): ${status.pending.join(', ')}`)
+    else out(`${status.pending.length} migration(s) pending; \`vaultgate migrate\` applies them.`)
+    return
+  }
+  const progress = createProgress()
+  progress.update('Applying migrations')
+  const { db, lock, applied } = await prepareDatabase(config).finally(() => progress.end())
+  await db.close()
+  await lock?.release()
+  out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
+}
+
+async function importCommand(file: string): Promise<void> {
+  const config = await configure()
+  const progress = createProgress()
+  let counts: unknown
+  try {
+    progress.update(`Reading ${file}`)
+    const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      throw new BootError(`Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}.`)
+    })
+    const url = await runningGateway(config)
+    if (url) {
+      progress.update(`Importing through the gateway at ${url}`)
+      counts = await callAdmin(config, url, 'POST', '/import', text)
+    } else {
+      progress.update(`Parsing ${file}`)
+      let doc: unknown
+      try {
+        doc = JSON.parse(text)
+      } catch {
+        throw new BootError(`${file} is not valid JSON.`)
+      }
+      const { importDocument } = await import('./importer/write.js')
+      progress.update('Opening the database')
+      counts = await withDatabase(config, () => {
+        progress.update('Validating the document')
+        return importDocument(doc, undefined, { onProgress: (p) => progress.update(`Writing ${p.kind}`, p.done, p.total) })
+      })
+    }
+  } finally {
+    progress.end()
+  }
+  const c = counts as { vaults: number; compositions: number; transactions: number }
+  out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
 }
 
 interface AllowlistEntryJson {
@@ -159,9 +243,8 @@ interface AllowlistEntryJson {
 }
 
 /** `allowlist add|remove|list`: through the running gateway's admin API when it owns the embedded data directory. */
-async function allowlistCommand(args: string[], config: Config): Promise<void> {
-  const [action, rawAddress, ...noteWords] = args
-  if (action !== 'add' && action !== 'remove' && action !== 'list') throw new UsageError('allowlist needs add, remove or list.')
+async function allowlistCommand(action: 'add' | 'remove' | 'list', rawAddress?: string, noteWords: string[] = []): Promise<void> {
+  const config = await configure()
   if (action === 'list') {
     const url = await runningGateway(config)
     const items = url
@@ -171,7 +254,6 @@ async function allowlistCommand(args: string[], config: Config): Promise<void> {
     for (const e of items) out(`${e.address}  ${new Date(e.createdAtMs).toISOString()}${e.note ? `  ${e.note}` : ''}`)
     return
   }
-  if (!rawAddress) throw new UsageError(`allowlist ${action} needs an ADDRESS.`)
   const address = normalizeAddress(rawAddress)
   if (address === undefined) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
   const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
@@ -190,7 +272,7 @@ async function allowlistCommand(args: string[], config: Config): Promise<void> {
   out(removed ? `Removed ${address} from the allowlist.${key}` : `${address} was not on the allowlist.${key}`)
 }
 
-function help(): string {
+function rootHelp(): string {
   const width = Math.max(...Object.values(commands).map((c) => c.usage.length))
   return [
     'vaultgate — GraphQL gateway for investment-vault data and wallet API keys',
@@ -198,29 +280,101 @@ function help(): string {
     'Usage:',
     ...Object.values(commands).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`),
     '',
-    'Configuration comes from environment variables (see README.md, "Configuration").',
+    'Options:',
+    '  -v, --version  print the version',
+    "  -h, --help     print this help; `vaultgate COMMAND --help` prints a command's options",
+    '',
+    'Configuration comes from environment variables (README.md, "Configuration"; every one is in .env.example).',
+    '',
   ].join('\n')
 }
 
-export async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } })
-  if (values.help || positionals[0] === 'help') {
-    out(help())
-    return
-  }
-  const name = positionals[0] ?? 'start'
-  const command = commands[name]
-  try {
-    if (!command) throw new UsageError(`Unknown command "${name}".`)
-    const config = loadConfig()
-    applyRuntimeFlags(config)
-    setLogger(createLogger(config.logLevel))
-    await command.run(positionals.slice(1), config)
-  } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`vaultgate: ${e.message}\n\n${help()}\n`)
-      process.exit(2)
+const port = (value: string) => {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('It must be an integer from 0 to 65535.')
+  return value
+}
+
+/** Edit distance, for "did you mean" on the allowlist actions (commander suggests commands and options itself). */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diagonal = above
     }
+  }
+  return row[b.length]!
+}
+
+const version = (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version
+
+/** The vaultgate command line. Errors and exits are left to the caller (exitOverride). */
+export function createProgram(): Command {
+  const program = new Command('vaultgate')
+    .version(version, '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'print the help')
+    .exitOverride()
+    .showHelpAfterError('Run `vaultgate --help` for the commands.')
+    .configureOutput({ outputError: (text, write) => write(`vaultgate: ${text.replace(/^error: /, '')}`) })
+    .configureHelp({ formatHelp: (cmd, helper) => (cmd.parent ? Help.prototype.formatHelp.call(helper, cmd, helper) : rootHelp()) })
+  program
+    .command('start')
+    .description(commands.start.summary)
+    .option('--port <number>', 'HTTP port (overrides PORT; 0 picks a free one)', port)
+    .option('--host <address>', 'interface to listen on (overrides HOST; 0.0.0.0 in a container)')
+    .action(startCommand)
+  program
+    .command('migrate')
+    .description(commands.migrate.summary)
+    .addOption(new Option('--dry-run', 'list the pending migrations without applying them').conflicts('status'))
+    .addOption(new Option('--status', 'list the applied and the pending migrations'))
+    .action(migrateCommand)
+  const allowlist = program
+    .command('allowlist')
+    .description(commands.allowlist.summary)
+    .usage('add|remove|list [ADDRESS] [NOTE]')
+    .argument('[action]')
+    .action((action: string | undefined) => {
+      if (action === undefined) allowlist.error('allowlist needs add, remove or list.', { exitCode: 2 })
+      const near = ['add', 'remove', 'list'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
+      allowlist.error(`unknown allowlist action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
+    })
+  allowlist
+    .command('add')
+    .description('Add a wallet (or update its note).')
+    .argument('<address>', 'the wallet, 0x followed by 40 hex digits')
+    .argument('[note...]', 'a note for people (who the wallet is)')
+    .action((address: string, note: string[]) => allowlistCommand('add', address, note))
+  allowlist
+    .command('remove')
+    .description('Remove a wallet; its API key is revoked.')
+    .argument('<address>', 'the wallet')
+    .action((address: string) => allowlistCommand('remove', address))
+  allowlist
+    .command('list')
+    .description('List the wallets with when they were added and their notes.')
+    .action(() => allowlistCommand('list'))
+  program.command('import').description(commands.import.summary).argument('<file>', 'the JSON document').action(importCommand)
+  // A usage error points at the help of the command it is about.
+  const pointToHelp = (cmd: Command, name: string) => {
+    for (const sub of cmd.commands) {
+      sub.showHelpAfterError(`Run \`${name} ${sub.name()} --help\` for its usage.`)
+      pointToHelp(sub, `${name} ${sub.name()}`)
+    }
+  }
+  pointToHelp(program, 'vaultgate')
+  return program
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    // `vaultgate` alone starts the gateway (as `npm start` does).
+    await createProgram().parseAsync(argv.length === 0 ? ['start'] : argv, { from: 'user' })
+  } catch (e) {
+    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2) // help and version, or a usage error already printed
     const known =
       e instanceof ConfigError || e instanceof BootError || e instanceof DataDirBusyError || (e as { extensions?: { code?: string } }).extensions?.code
     process.stderr.write(`vaultgate: ${known ? (e as Error).message : `failed: ${(e as Error).message ?? String(e)}`}\n`)

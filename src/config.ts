@@ -4,6 +4,19 @@ import { isEvmAddress } from './wallets/address.js'
 /** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
+  /** One line per problem: `NAME: what is wrong`. */
+  readonly problems: string[]
+  constructor(problems: string[] | string) {
+    const lines =
+      typeof problems === 'string'
+        ? problems
+            .replace(/^Invalid configuration:\n/, '')
+            .split('\n')
+            .map((l) => l.trim())
+        : problems
+    super(`Invalid configuration:\n  ${lines.join('\n  ')}`)
+    this.problems = lines
+  }
 }
 
 const optionalBool = z
@@ -125,6 +138,8 @@ const env = z.object({
   DB_IDLE_TIMEOUT_MS: int(10_000, 0, 3_600_000),
   DB_STATEMENT_TIMEOUT_MS: int(5000, 0, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
+  SHUTDOWN_DELAY_MS: int(-1, 0, 600_000), // -1: not set (the default depends on NODE_ENV)
+  MIGRATE_ON_START: optionalBool,
   SLOW_QUERY_MS: int(200, 0, 3_600_000),
   DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
@@ -164,6 +179,16 @@ const env = z.object({
   CORS_KEY_ORIGINS: origins(''),
 })
 
+/** Every environment variable the configuration reads (.env.example and the deploy files are checked against it). */
+export const configVariables: readonly string[] = Object.keys(env.shape)
+
+/**
+ * How long a SIGTERM'd gateway keeps serving with /readyz at 503, when SHUTDOWN_DELAY_MS is not
+ * set: long enough in production for load balancers and Kubernetes endpoints to stop sending it
+ * new requests (README "Deploy"), none elsewhere so a developer's stop is immediate.
+ */
+export const defaultShutdownDelayMs = (production: boolean) => (production ? 5000 : 0)
+
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test'
   production: boolean
@@ -188,6 +213,10 @@ export interface Config {
   /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
   pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number; preparedStatements?: boolean }
   shutdownTimeoutMs: number
+  /** After SIGTERM, how long to keep serving (with /readyz at 503) before closing the listener. */
+  shutdownDelayMs: number
+  /** Apply pending migrations at start; when false, start refuses a database with pending ones. */
+  migrateOnStart: boolean
   /** SQL statements slower than this are logged (warn). */
   slowQueryMs: number
   /**
@@ -227,14 +256,13 @@ export interface Config {
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
   const parsed = env.safeParse(source)
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`)
-    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`)
+    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`))
   }
   const e = parsed.data
   const embedded = e.DATABASE_URL === undefined
   const graphiql = e.GRAPHIQL ?? e.NODE_ENV !== 'production'
   if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
-    throw new ConfigError('Invalid configuration:\n  AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both')
+    throw new ConfigError(['AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both'])
   }
   return {
     nodeEnv: e.NODE_ENV,
@@ -257,6 +285,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       preparedStatements: e.DB_PREPARED_STATEMENTS ?? true,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDelayMs: e.SHUTDOWN_DELAY_MS >= 0 ? e.SHUTDOWN_DELAY_MS : defaultShutdownDelayMs(e.NODE_ENV === 'production'),
+    migrateOnStart: e.MIGRATE_ON_START ?? true,
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,

@@ -6,6 +6,7 @@ import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/client.js'
 import type { DemoHints } from './demo/dataset.js'
 import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
+import { migrationStatus } from './db/migration-status.js'
 import { lockDataDir, type DataDirLock } from './db/embedded-lock.js'
 import { isUnavailableError } from './core/errors.js'
 import { exampleIdsFromHints } from './graphql/examples.js'
@@ -24,7 +25,11 @@ export interface RunningGateway {
   db: Database
   /** Demo vault ids and wallets to try, when demo data is on (read after the gateway is ready). */
   hints?: Promise<DemoHints>
-  close(): Promise<void>
+  /**
+   * Stops the gateway. With `delayMs`, first /readyz answers 503 and everything else is still served
+   * for that long (load balancers stop sending new requests), then it stops accepting and drains.
+   */
+  close(options?: { delayMs?: number }): Promise<void>
 }
 
 function describeStorage(config: Config): string {
@@ -48,20 +53,38 @@ function driverMessage(e: unknown): string {
   return `${line.replace(/\.$/, '')}.`
 }
 
-/** Opens (and locks, in embedded mode) the database and applies pending migrations. */
-export async function prepareDatabase(config: Config): Promise<{ db: Database; lock?: DataDirLock; applied: string[] }> {
+/** The one sentence for a database that cannot be reached. */
+export function unreachableDatabase(config: Config, e: unknown): BootError {
+  return new BootError(`Cannot reach the database (${describeStorage(config)}): ${driverMessage(e)}`)
+}
+
+/**
+ * Opens (and locks, in embedded mode) the database and applies pending migrations; with
+ * `migrate: false` it applies none and returns the names of those pending instead.
+ */
+export async function prepareDatabase(
+  config: Config,
+  { migrate = true }: { migrate?: boolean } = {},
+): Promise<{ db: Database; lock?: DataDirLock; applied: string[]; pending: string[] }> {
   const embeddedDir = config.storage.mode === 'embedded' && !config.storage.dataDir.startsWith('memory://') ? config.storage.dataDir : undefined
-  const lock = embeddedDir ? await lockDataDir(embeddedDir) : undefined
+  // Its refreshes stalled past staleness and another process took the directory over: stop at
+  // once, before both write to it.
+  const onLost = (e: Error) => {
+    logger.fatal({ err: e, dataDir: embeddedDir }, 'lost the lock on the data directory to another process; exiting')
+    process.exit(1)
+  }
+  const lock = embeddedDir ? await lockDataDir(embeddedDir, { onLost }) : undefined
   let db: Database | undefined
   try {
     db = await openDatabase(config)
     await db.ping()
+    if (!migrate) return { db, lock, applied: [], pending: (await migrationStatus(db.prisma)).pending }
     const applied = await db.migrate()
-    return { db, lock, applied }
+    return { db, lock, applied, pending: [] }
   } catch (e) {
     await db?.close().catch(() => {})
     await lock?.release()
-    if (isUnavailableError(e)) throw new BootError(`Cannot reach the database (${describeStorage(config)}): ${driverMessage(e)}`)
+    if (isUnavailableError(e)) throw unreachableDatabase(config, e)
     throw e
   }
 }
@@ -73,11 +96,16 @@ export async function startGateway(config: Config, { progress = silentProgress }
   // WebAssembly compilation overlap): they are most of the time of a start that has nothing to migrate.
   const appModule = import('./app.js')
   appModule.catch(() => {}) // a failure to open the database is the error to report
-  progress.update('Opening the database and applying migrations')
-  const { db, lock, applied } = await prepareDatabase(config)
+  progress.update(config.migrateOnStart ? 'Opening the database and applying migrations' : 'Opening the database')
+  const { db, lock, applied, pending } = await prepareDatabase(config, { migrate: config.migrateOnStart })
   progress.end() // before any log line: both may share the terminal
   let app: App | undefined
   try {
+    if (pending.length > 0) {
+      throw new BootError(
+        `The database has ${pending.length} pending migration(s) (${pending.join(', ')}) and MIGRATE_ON_START is false; run \`vaultgate migrate\` first.`,
+      )
+    }
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
     await upsertAllowlist(config.allowlist)
     let hints: Promise<DemoHints> | undefined
@@ -107,9 +135,18 @@ export async function startGateway(config: Config, { progress = silentProgress }
     await lock?.setUrl(url)
     logger.info({ url, storage: db.mode, ms: Math.round(performance.now() - started) }, `vaultgate ready at ${url}/graphql`)
 
+    // While draining, every answer asks its client to reconnect: a keep-alive connection would
+    // otherwise stay on this instance until it closes, past the load balancer's reaction.
+    let draining = false
+    server.prependListener('request', (_req, res) => {
+      if (draining) res.setHeader('Connection', 'close')
+    })
     let closing: Promise<void> | undefined
-    const close = () =>
+    const close = ({ delayMs = 0 }: { delayMs?: number } = {}) =>
       (closing ??= (async () => {
+        draining = true
+        app?.drain()
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
         // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
         const done = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()

@@ -36,7 +36,7 @@ describe('the vaultgate command', () => {
   it('rejects an unknown command as a usage error', async () => {
     const r = await runCli(['frobnicate'])
     expect(r.code).toBe(2)
-    expect(r.stderr).toMatch(/^vaultgate: Unknown command "frobnicate"\./)
+    expect(r.stderr).toBe("vaultgate: unknown command 'frobnicate'\nRun `vaultgate --help` for the commands.\n")
   })
 })
 
@@ -68,8 +68,11 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
 
   it('keeps a second process out of its data directory', async () => {
     const migrate = await runCli(['migrate'], { DATA_DIR: dataDir })
-    expect(migrate.code).toBe(1)
-    expect(migrate.stderr).toBe(`vaultgate: The gateway at ${gw.url} owns the data directory and applied migrations when it started; nothing to do.\n`)
+    expect(migrate).toEqual({
+      code: 0,
+      stdout: `The gateway at ${gw.url} owns the data directory and applied its migrations when it started; nothing to do.\n`,
+      stderr: '',
+    })
     const file = path.join(dataDir, 'doc.json')
     await writeFile(file, '{"vaults":[]}')
     const imp = await runCli(['import', file], { DATA_DIR: dataDir })

@@ -39,6 +39,20 @@ describe('configuration', () => {
     )
   })
 
+  it('migrates at start unless MIGRATE_ON_START is false', () => {
+    expect(loadConfig({}).migrateOnStart).toBe(true)
+    expect(loadConfig({ MIGRATE_ON_START: 'false' }).migrateOnStart).toBe(false)
+    expect(() => loadConfig({ MIGRATE_ON_START: 'later' })).toThrow('MIGRATE_ON_START: must be true or false')
+  })
+
+  it('keeps serving 5 s after SIGTERM in production and stops at once elsewhere, unless SHUTDOWN_DELAY_MS says otherwise', () => {
+    expect(loadConfig({}).shutdownDelayMs).toBe(0)
+    expect(loadConfig({ NODE_ENV: 'production' }).shutdownDelayMs).toBe(5000)
+    expect(loadConfig({ NODE_ENV: 'production', SHUTDOWN_DELAY_MS: '0' }).shutdownDelayMs).toBe(0)
+    expect(loadConfig({ SHUTDOWN_DELAY_MS: '15000' }).shutdownDelayMs).toBe(15_000)
+    expect(() => loadConfig({ SHUTDOWN_DELAY_MS: '-1' })).toThrow('SHUTDOWN_DELAY_MS: must be an integer from 0 to 600000')
+  })
+
   it('refuses two JWKS sources at once', () => {
     expect(() => loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_JWKS_FILE: './jwks.json' })).toThrow(
       'AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both',

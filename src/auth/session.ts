@@ -45,14 +45,23 @@ function readJwksFile(file: string): JWTVerifyGetKey {
   try {
     json = JSON.parse(readFileSync(file, 'utf8'))
   } catch (e) {
-    throw new ConfigError(
-      `Invalid configuration:\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
-    )
+    throw new ConfigError([`AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`])
   }
   try {
     return createLocalJWKSet(json as JSONWebKeySet)
   } catch {
-    throw new ConfigError(`Invalid configuration:\n  AUTH_JWKS_FILE: ${file} is not a JSON Web Key Set ({"keys":[…]})`)
+    throw new ConfigError([`AUTH_JWKS_FILE: ${file} is not a JSON Web Key Set ({"keys":[…]})`])
+  }
+}
+
+/** Why AUTH_JWKS_FILE cannot serve as the key set, if it cannot (checked at boot, before anything is written). */
+export function jwksFileProblem(file: string): string | undefined {
+  try {
+    readJwksFile(file)
+    return undefined
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems[0]
+    throw e
   }
 }
 

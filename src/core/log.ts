@@ -20,8 +20,12 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 
 export type Logger = pino.Logger
 
-/** The process logger; replaced at boot with the configured level. */
-export let logger: Logger = createLogger(process.env.LOG_LEVEL ?? 'info')
+/**
+ * The process logger; replaced at boot with the configured level. Until then, a LOG_LEVEL pino does
+ * not know must not throw here, at import: the configuration reports it in one line.
+ */
+const startLevel = process.env.LOG_LEVEL ?? 'info'
+export let logger: Logger = createLogger(startLevel === 'silent' || Object.hasOwn(pino.levels.values, startLevel) ? startLevel : 'info')
 let chosen = false
 
 /** Replaces the process logger (the CLI's at boot; a test's own to read what is logged). */

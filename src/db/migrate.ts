@@ -30,10 +30,19 @@ type EngineModule = typeof import('@prisma/schema-engine-wasm/schema_engine_bg')
 const shared = ((globalThis as Record<symbol, unknown>)[Symbol.for('vaultgate.schemaEngine')] ??= {
   module: undefined,
   queue: Promise.resolve(),
-}) as { module: Promise<EngineModule> | undefined; queue: Promise<unknown> }
+  timers: new Set(),
+}) as { module: Promise<EngineModule> | undefined; queue: Promise<unknown>; timers: Set<NodeJS.Timeout> }
+
+// The engine arms a 10 s timer for its internal timeouts (the advisory lock it takes around
+// migrations) and never clears it: a one-shot `vaultgate migrate` waited for it ~10 s after its
+// work was done. Once the work that armed them is over, its timers stop holding the process open.
+function releaseTimers() {
+  for (const timer of shared.timers) timer.unref()
+  shared.timers.clear()
+}
 
 function serialized<T>(work: () => Promise<T>): Promise<T> {
-  const run = shared.queue.then(work, work)
+  const run = shared.queue.then(work, work).finally(releaseTimers)
   shared.queue = run.catch(() => {})
   return run
 }
@@ -45,7 +54,16 @@ function loadEngineModule() {
     const require = createRequire(import.meta.url)
     const dir = path.dirname(require.resolve('@prisma/schema-engine-wasm'))
     const bytes = await readFile(path.join(dir, 'schema_engine_bg.wasm'))
-    const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': bg as unknown as WebAssembly.ModuleImports })
+    const imports = { ...(bg as unknown as WebAssembly.ModuleImports) }
+    for (const name of Object.keys(imports).filter((n) => n.startsWith('__wbg_setTimeout_'))) {
+      const arm = imports[name] as (...args: unknown[]) => NodeJS.Timeout
+      imports[name] = (...args: unknown[]) => {
+        const timer = arm(...args)
+        shared.timers.add(timer)
+        return timer
+      }
+    }
+    const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': imports })
     ;(bg as unknown as { __wbg_set_wasm(exports: unknown): void }).__wbg_set_wasm(instance.exports)
     ;(instance.exports as { __wbindgen_start?: () => void }).__wbindgen_start?.()
     return bg

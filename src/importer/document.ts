@@ -205,7 +205,7 @@ export interface Issue {
   message: string
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
+export function formatPath(path: readonly PropertyKey[]): string {
   let out = ''
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`
@@ -223,7 +223,8 @@ export function reject(issues: Issue[]): never {
   throw badRequest(shown.join('; ') + (more > 0 ? `; and ${more} more problem${more === 1 ? '' : 's'}` : ''))
 }
 
-function zodIssues(error: z.ZodError): Issue[] {
+/** Zod's issues as sentences about fields; parse with `reportInput: true` so a missing value reads "is required". */
+export function zodIssues(error: z.ZodError): Issue[] {
   return error.issues.flatMap((i): Issue[] => {
     if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: [...i.path, k], message: 'is not a known field' }))
     if (i.code === 'invalid_type') {
@@ -235,7 +236,7 @@ function zodIssues(error: z.ZodError): Issue[] {
 }
 
 /** Cross-field and cross-row rules that a per-field schema cannot express. */
-function consistencyIssues(doc: ImportDocument): Issue[] {
+export function consistencyIssues(doc: ImportDocument): Issue[] {
   const issues: Issue[] = []
   const firstVault = new Map<string, number>()
   doc.vaults.forEach((v, i) => {

@@ -53,10 +53,10 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts `vaultgate start` on a free port and resolves once it logs that it is ready. */
-export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<GatewayProcess> {
+/** Starts `vaultgate start` (with `args`) on a free port and resolves once it logs that it is ready. */
+export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_000, args: string[] = []): Promise<GatewayProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry, 'start'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', entry, 'start', ...args], {
       cwd: packageRoot,
       env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     })

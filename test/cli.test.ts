@@ -1,0 +1,188 @@
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readLocalMigrations } from '../src/db/migrate.js'
+import { packageRoot } from '../src/core/paths.js'
+import { emptyPostgres, testBackend } from './support/db.js'
+import { runCli, startGatewayProcess } from './support/process.js'
+
+const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
+
+describe('the vaultgate command line', () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-cli-'))
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it('prints its version and nothing else: no gateway, no data directory', async () => {
+    const dataDir = path.join(dir, 'never')
+    const { version } = JSON.parse(await readFile(path.join(packageRoot, 'package.json'), 'utf8'))
+    for (const flag of ['--version', '-v']) {
+      expect(await runCli([flag], { DATA_DIR: dataDir })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' })
+    }
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it('has a help per command, listing its options', async () => {
+    const migrate = await runCli(['migrate', '--help'])
+    expect(migrate.code).toBe(0)
+    expect(migrate.stdout).toMatch(/^Usage: vaultgate migrate \[options\]\n/)
+    expect(migrate.stdout).toMatch(/--dry-run +list the pending migrations without applying them/)
+    expect(migrate.stdout).toMatch(/--status +list the applied and the pending migrations/)
+    const start = await runCli(['help', 'start'])
+    expect(start.code).toBe(0)
+    expect(start.stdout).toMatch(/--port <number> +HTTP port \(overrides PORT/)
+    expect(start.stdout).toMatch(/--host <address> +interface to listen on \(overrides HOST/)
+  })
+
+  it('refuses unknown commands and options with a suggestion and exit code 2, touching nothing', async () => {
+    const env = { DATA_DIR: path.join(dir, 'never') }
+    expect(await runCli(['strat'], env)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "vaultgate: unknown command 'strat'\n(Did you mean start?)\nRun `vaultgate --help` for the commands.\n",
+    })
+    expect(await runCli(['start', '--prot', '5000'], env)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "vaultgate: unknown option '--prot'\n(Did you mean --port?)\nRun `vaultgate start --help` for its usage.\n",
+    })
+    expect(await runCli(['migrate', '--dryrun'], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('(Did you mean --dry-run?)') })
+    expect(await runCli(['start', '--port', 'http'], env)).toMatchObject({
+      code: 2,
+      stderr:
+        "vaultgate: option '--port <number>' argument 'http' is invalid. It must be an integer from 0 to 65535.\nRun `vaultgate start --help` for its usage.\n",
+    })
+    expect(await runCli(['migrate', '--dry-run', '--status'], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("option '--dry-run' cannot be used with option '--status'"),
+    })
+    expect(await runCli(['import'], env)).toMatchObject({
+      code: 2,
+      stderr: "vaultgate: missing required argument 'file'\nRun `vaultgate import --help` for its usage.\n",
+    })
+    expect(await runCli(['allowlist', 'ad'], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^vaultgate: unknown allowlist action 'ad'\n\(Did you mean add\?\)\n/),
+    })
+    expect(existsSync(env.DATA_DIR)).toBe(false)
+  })
+
+  it('reports a bad LOG_LEVEL as one configuration line, not a logger stack trace', async () => {
+    const r = await runCli(['migrate'], { LOG_LEVEL: 'warning', DATA_DIR: path.join(dir, 'never') })
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'vaultgate: Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n',
+    })
+  })
+
+  it('reports a missing AUTH_JWKS_FILE with the other configuration problems, before anything is written', async () => {
+    const dataDir = path.join(dir, 'never')
+    const jwks = path.join(dir, 'missing-jwks.json')
+    const r = await runCli(['start'], { DATA_DIR: dataDir, AUTH_JWKS_FILE: jwks, SEED_DEMO: 'perhaps' })
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `vaultgate: Invalid configuration:\n  SEED_DEMO: must be true or false\n  AUTH_JWKS_FILE: cannot read a JSON Web Key Set from ${jwks} (ENOENT)\n`,
+    })
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it.runIf(testBackend === 'postgres')('reports a PostgreSQL database that does not exist as a configuration problem, with the others', async () => {
+    const url = new URL((await emptyPostgres()).url)
+    url.pathname = '/vaultgate_no_such_db'
+    const r = await runCli(['start'], { DATABASE_URL: url.toString(), LOG_LEVEL: 'warning' })
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'vaultgate: Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n' +
+        `  DATABASE_URL: the database "vaultgate_no_such_db" does not exist on PostgreSQL at ${url.hostname}:${url.port || 5432}; create it (createdb vaultgate_no_such_db) or fix the URL\n`,
+    })
+  })
+
+  it('says in one sentence, after the configuration checks, that the database server cannot be reached', async () => {
+    const r = await runCli(['migrate', '--status'], { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none', DB_CONNECT_TIMEOUT_MS: '1000' })
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/^vaultgate: Cannot reach the database \(PostgreSQL at 127\.0\.0\.1:1\/none\): .+\n$/)
+    noStack(r.stderr)
+  })
+})
+
+describe(`vaultgate migrate (${testBackend})`, () => {
+  let dir: string
+  let env: Record<string, string>
+  let names: string[]
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-migrate-'))
+    env = testBackend === 'postgres' ? { DATABASE_URL: (await emptyPostgres()).url } : { DATA_DIR: path.join(dir, 'data') }
+    names = (await readLocalMigrations()).map((m) => m.name)
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it('--dry-run and --status list what is pending on an empty database and apply nothing', async () => {
+    expect(await runCli(['migrate', '--dry-run'], env)).toEqual({
+      code: 0,
+      stdout: `Would apply ${names.length} migration(s): ${names.join(', ')}\n`,
+      stderr: '',
+    })
+    expect(await runCli(['migrate', '--status'], env)).toEqual({
+      code: 0,
+      stdout: `${names.map((n) => `pending  ${n}\n`).join('')}${names.length} migration(s) pending; \`vaultgate migrate\` applies them.\n`,
+      stderr: '',
+    })
+    // Still pending: nothing was applied (and an embedded data directory was not even created).
+    expect((await runCli(['migrate', '--dry-run'], env)).stdout).toBe(`Would apply ${names.length} migration(s): ${names.join(', ')}\n`)
+    if (env.DATA_DIR) expect(existsSync(env.DATA_DIR)).toBe(false)
+  })
+
+  it('start refuses pending migrations when MIGRATE_ON_START is false, in one line', async () => {
+    const r = await runCli(['start'], { ...env, MIGRATE_ON_START: 'false', SEED_DEMO: 'false', PORT: '0' })
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `vaultgate: The database has ${names.length} pending migration(s) (${names.join(', ')}) and MIGRATE_ON_START is false; run \`vaultgate migrate\` first.\n`,
+    })
+    expect((await runCli(['migrate', '--dry-run'], env)).stdout).toBe(`Would apply ${names.length} migration(s): ${names.join(', ')}\n`)
+  })
+
+  it('applies them, then has nothing to do and exits 0', async () => {
+    expect(await runCli(['migrate'], env)).toEqual({ code: 0, stdout: `Applied ${names.length} migration(s): ${names.join(', ')}\n`, stderr: '' })
+    expect(await runCli(['migrate'], env)).toEqual({ code: 0, stdout: 'The database is up to date.\n', stderr: '' })
+    expect(await runCli(['migrate', '--dry-run'], env)).toEqual({ code: 0, stdout: 'The database is up to date.\n', stderr: '' })
+    expect(await runCli(['migrate', '--status'], env)).toEqual({
+      code: 0,
+      stdout: `${names.map((n) => `applied  ${n}\n`).join('')}The database is up to date.\n`,
+      stderr: '',
+    })
+  })
+
+  it('then start serves with MIGRATE_ON_START=false, and honours --port and --host over PORT and HOST', async () => {
+    // PORT names a port already taken and HOST an address nothing listens on: the options must win.
+    const taken: Server = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const takenPort = (taken.address() as { port: number }).port
+    try {
+      const gw = await startGatewayProcess({ ...env, MIGRATE_ON_START: 'false', SEED_DEMO: 'false', PORT: String(takenPort), HOST: '192.0.2.1' }, 60_000, [
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+      ])
+      try {
+        expect(gw.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+        expect(gw.url).not.toBe(`http://127.0.0.1:${takenPort}`)
+        expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ status: 'ok', data: { migrations: 'applied' } })
+      } finally {
+        expect(await gw.stop('SIGTERM')).toBe(0)
+      }
+    } finally {
+      taken.close()
+    }
+  })
+})
