@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
-import { AppError } from './core/errors.js'
+import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
 import { cacheLookups, observePool, registry } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
@@ -137,7 +137,7 @@ export function createApp({
   app.route('/', referenceRoutes())
   app.route('/', explorerRoutes())
 
-  app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
+  app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${quoted(c.req.path)}.`)))
   app.onError(answerError)
 
   // Cache hits and key verifications are answered before Hono (docs/adr/0003-early-answers.md).

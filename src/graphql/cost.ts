@@ -1,4 +1,4 @@
-import { type ASTVisitor, type FieldNode, Kind, type SelectionSetNode, type ValidationContext, type ValueNode } from 'graphql'
+import { type DocumentNode, type FieldNode, type GraphQLSchema, Kind, type SelectionSetNode, type ValueNode } from 'graphql'
 import { createGraphQLError } from 'graphql-yoga'
 import { PAGE_SIZE } from '../core/page.js'
 
@@ -84,60 +84,51 @@ function argumentsOf(node: FieldNode, def: FieldDef, variables: Record<string, u
 }
 
 /**
- * A validation rule refusing operations whose cost exceeds `max`, with the same message as before
- * ("Query Cost limit of N exceeded, found M."): it is reported like every other invalid query.
+ * The cost of the operation a request runs (`operationName`, or the document's only operation; the
+ * largest when it names none and holds several, which execution then refuses anyway).
  */
-export function costRule(max: number, variables: Record<string, unknown> = {}, operationName?: string | null): (context: ValidationContext) => ASTVisitor {
-  return (context) => {
-    const schema = context.getSchema()
-    const fieldsOf = (typeName: string): Fields | undefined => (schema.getType(typeName) as { getFields?: () => Fields } | undefined)?.getFields?.()
-    const fragments = new Map<string, { typeName: string; selectionSet: SelectionSetNode }>()
-    for (const d of context.getDocument().definitions) {
-      if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, { typeName: d.typeCondition.name.value, selectionSet: d.selectionSet })
-    }
-
-    const selectionCost = (typeName: string, set: SelectionSetNode, spread: Set<string>): number => {
-      let total = 0
-      for (const s of set.selections) {
-        if (s.kind === Kind.FIELD) total += fieldCost(typeName, s, spread)
-        else if (s.kind === Kind.INLINE_FRAGMENT) total += selectionCost(s.typeCondition?.name.value ?? typeName, s.selectionSet, spread)
-        else {
-          const f = fragments.get(s.name.value)
-          if (!f || spread.has(s.name.value)) continue
-          total += selectionCost(f.typeName, f.selectionSet, new Set(spread).add(s.name.value))
-        }
-      }
-      return total
-    }
-
-    const fieldCost = (parent: string, node: FieldNode, spread: Set<string>): number => {
-      const name = node.name.value
-      if (name.startsWith('__')) return 0
-      const def = fieldsOf(parent)?.[name]
-      if (!def) return 1 // an unknown field: other rules report it
-      const { name: typeName } = unwrap(def.type)
-      const children = node.selectionSet ? selectionCost(typeName, node.selectionSet, spread) : 0
-      const own = 1 + children
-      const multiplier = def.extensions?.cost
-      if (multiplier) return Math.max(1, multiplier(argumentsOf(node, def, variables))) * own
-      // A list without a multiplier of its own (a handful of allocations, a wallet's positions) counts once.
-      return own
-    }
-
-    return {
-      Document: {
-        leave(document) {
-          const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
-          const chosen = operationName ? operations.filter((o) => o.name?.value === operationName) : operations
-          for (const op of chosen) {
-            const root =
-              op.operation === 'query' ? schema.getQueryType() : op.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
-            if (!root) continue
-            const found = selectionCost(root.name, op.selectionSet, new Set())
-            if (found > max) context.reportError(createGraphQLError(`Query Cost limit of ${max} exceeded, found ${found}.`))
-          }
-        },
-      },
-    }
+export function operationCost(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown> = {}, operationName?: string | null): number {
+  const fieldsOf = (typeName: string): Fields | undefined => (schema.getType(typeName) as { getFields?: () => Fields } | undefined)?.getFields?.()
+  const fragments = new Map<string, { typeName: string; selectionSet: SelectionSetNode }>()
+  for (const d of document.definitions) {
+    if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, { typeName: d.typeCondition.name.value, selectionSet: d.selectionSet })
   }
+
+  const selectionCost = (typeName: string, set: SelectionSetNode, spread: Set<string>): number => {
+    let total = 0
+    for (const s of set.selections) {
+      if (s.kind === Kind.FIELD) total += fieldCost(typeName, s, spread)
+      else if (s.kind === Kind.INLINE_FRAGMENT) total += selectionCost(s.typeCondition?.name.value ?? typeName, s.selectionSet, spread)
+      else {
+        const f = fragments.get(s.name.value)
+        if (!f || spread.has(s.name.value)) continue
+        total += selectionCost(f.typeName, f.selectionSet, new Set(spread).add(s.name.value))
+      }
+    }
+    return total
+  }
+
+  const fieldCost = (parent: string, node: FieldNode, spread: Set<string>): number => {
+    const name = node.name.value
+    if (name.startsWith('__')) return 0
+    const def = fieldsOf(parent)?.[name]
+    if (!def) return 1 // an unknown field: validation reports it
+    const { name: typeName } = unwrap(def.type)
+    const own = 1 + (node.selectionSet ? selectionCost(typeName, node.selectionSet, spread) : 0)
+    const multiplier = def.extensions?.cost
+    // A list without a multiplier of its own (a handful of allocations, a wallet's positions) counts once.
+    return multiplier ? Math.max(1, multiplier(argumentsOf(node, def, variables))) * own : own
+  }
+
+  let largest = 0
+  for (const op of document.definitions) {
+    if (op.kind !== Kind.OPERATION_DEFINITION || (operationName && op.name?.value !== operationName)) continue
+    const root = op.operation === 'query' ? schema.getQueryType() : op.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
+    if (root) largest = Math.max(largest, selectionCost(root.name, op.selectionSet, new Set()))
+  }
+  return largest
 }
+
+/** The request error of an operation over the limit (the wording graphql-armor's limit used). */
+export const overCost = (max: number, found: number) =>
+  createGraphQLError(`Query Cost limit of ${max} exceeded, found ${found}.`, { extensions: { code: 'bad_request', http: { status: 400, spec: true } } })

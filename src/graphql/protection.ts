@@ -8,7 +8,7 @@ import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import type { Config } from '../config.js'
 import type { Context } from './context.js'
 import { AppError } from '../core/errors.js'
-import { costRule } from './cost.js'
+import { operationCost, overCost } from './cost.js'
 
 /** Header a GET (or form-encoded) GraphQL request must carry, so a cross-site page cannot send one blind. */
 export const CSRF_HEADERS = ['x-graphql-csrf', 'x-graphql-yoga-csrf', 'apollo-require-preflight']
@@ -45,14 +45,15 @@ export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
 }
 
 /**
- * The cost limit (src/graphql/cost.ts), with the request's variables: the rule is made per request.
- * The REST shim's documents go through it too (their variables are the route's parameters).
+ * The cost limit (src/graphql/cost.ts), with the request's variables. Checked when the operation is
+ * about to run, not as a validation rule: Yoga caches validation per document text, whatever its
+ * variables. The REST shim's documents go through it too (their variables are the route's parameters).
  */
 function costLimit(max: number): Plugin {
   return {
-    onValidate({ context, addValidationRule }) {
-      const params = (context as { params?: { variables?: Record<string, unknown> | null; operationName?: string | null } }).params
-      addValidationRule(costRule(max, params?.variables ?? {}, params?.operationName))
+    onExecute({ args, setResultAndStopExecution }) {
+      const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
+      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
     },
   }
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { Decimal, parseAmount } from '../core/decimal.js'
-import { badRequest } from '../core/errors.js'
+import { badRequest, quoted } from '../core/errors.js'
 import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
 import { normalizeAddress } from '../wallets/address.js'
 
@@ -210,7 +210,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`
     else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p)
-    else out += `[${JSON.stringify(String(p))}]` // an unknown key such as "tx hash" stays readable
+    else out += `[${quoted(String(p))}]` // an unknown key such as "tx hash" stays readable (a long one is not repeated)
   }
   return out || 'document'
 }

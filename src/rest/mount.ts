@@ -1,6 +1,6 @@
 import type { ExecutionResult } from 'graphql'
 import type { Context as HonoContext, Hono } from 'hono'
-import { AppError } from '../core/errors.js'
+import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
@@ -39,7 +39,7 @@ async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<Rou
   const all = c.req.queries()
   const query: Record<string, string | undefined> = {}
   for (const [k, v] of Object.entries(all)) {
-    if (v.length > 1) throw new AppError('bad_request', `Query parameter ${k} is given more than once.`)
+    if (v.length > 1) throw new AppError('bad_request', `Query parameter ${quoted(k)} is given more than once.`)
     query[k] = v[0]
   }
   return { params: parseParams(route.params, c.req.param()), query: parseParams(route.query, query), body: await readBody(c) }

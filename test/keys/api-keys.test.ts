@@ -77,7 +77,7 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
       return { status: res.status, body: await res.json() }
     }
     const bad = (message: string) => ({ status: 400, body: { status: 'error', error: { code: 'bad_request', message }, server_time_ms: expect.any(Number) } })
-    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field key_prefix; the body may only hold "keyPrefix".'))
+    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field "key_prefix"; the body may only hold "keyPrefix".'))
     expect(await post('{nope')).toEqual(bad('The request body is not valid JSON.'))
     expect(await post('["x"]')).toEqual(bad('The request body must be a JSON object.'))
     expect(await t.db.prisma.apiKey.count()).toBe(0)

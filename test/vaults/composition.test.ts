@@ -282,7 +282,7 @@ describe(`composition (${testBackend})`, () => {
       expect(await get('/v1/vaults/mix/composition/series?timeframe=P7D')).toEqual({ status: 400, body: timeframe })
       expect(await get('/v1/vaults/mix/composition/series?timeframe=7d&timeframe=30d')).toEqual({
         status: 400,
-        body: errorBody('bad_request', 'Query parameter timeframe is given more than once.'),
+        body: errorBody('bad_request', 'Query parameter "timeframe" is given more than once.'),
       })
     })
 

@@ -4,7 +4,7 @@ import { cost, pageCost } from '../cost.js'
 import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
-import { notFound } from '../../core/errors.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
 import { User } from './user.js'
 
@@ -33,6 +33,8 @@ export const TransactionConnection = builder.connectionObject(
 builder.objectField(User, 'transactions', (t) =>
   t.field({
     type: TransactionConnection,
+    // Nullable: an unknown vault or a bad cursor fails this field alone, not the wallet's other fields.
+    nullable: true,
     description:
       "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
     extensions: cost(pageCost),
@@ -48,7 +50,7 @@ builder.objectField(User, 'transactions', (t) =>
       const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
-      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${filter.vaultId} not found.`)
+      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
       const edges = rows.map((row) => ({ cursor: encodeCursor(filter, row), node: row }))
       return {
         edges,

@@ -4,7 +4,7 @@ import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { REST_CURSOR } from '../../core/signed-cursor.js'
 import { decodeCursor, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
-import { notFound } from '../../core/errors.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
@@ -163,7 +163,7 @@ const summary = defineRoute({
   }`,
   variables: ({ params }) => ({ address: params.address, vaultId: params.vault_id }),
   shape: ({ user: { position: p } }: SummaryData, { params }) => {
-    if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${params.vault_id}.`)
+    if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${quoted(params.vault_id)}.`)
     return snakeKeys<SummaryWire>(p)
   },
 })

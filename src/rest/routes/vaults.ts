@@ -4,7 +4,7 @@ import { GROUP_BYS, TIMEFRAMES, type GroupBy, type Timeframe } from '../../vault
 import { PAGE_SIZE } from '../../core/page.js'
 import { REST_CURSOR } from '../../core/signed-cursor.js'
 import { decodeVaultCursor } from '../../vaults/list.js'
-import { notFound } from '../../core/errors.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { choiceParam, limitParam, segmentParam, textParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
@@ -119,7 +119,7 @@ type VaultData = CamelKeys<VaultWire>
 const vaultBody = (v: VaultData) => snakeKeys<VaultWire>(v)
 
 function found<T>(vault: T | null, id: string): T {
-  if (vault === null) throw notFound(`Vault "${id}" was not found.`)
+  if (vault === null) throw notFound(`Vault ${quoted(id)} was not found.`)
   return vault
 }
 
@@ -145,7 +145,7 @@ interface CompositionData {
 
 function compositionBody(data: CompositionData, id: string) {
   const composition = found(data.vault, id).composition
-  if (composition === null) throw notFound(`Vault "${id}" has no composition snapshot yet.`)
+  if (composition === null) throw notFound(`Vault ${quoted(id)} has no composition snapshot yet.`)
   return snakeKeys<CompositionWire>(composition)
 }
 
