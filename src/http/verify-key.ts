@@ -28,7 +28,7 @@ export async function verifyAnswer(text: string, verifier: ApiKeyVerifier, count
     throw badRequest('The request body must be JSON: {"apiKey":"…"}.')
   }
   const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
-  if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
+  if (typeof apiKey !== 'string') throw badRequest('apiKey must be a string.')
   // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
   if (count) await count(apiKey)
   try {

@@ -17,6 +17,8 @@ import { pathParamNames, resultError, type RestRoute, type RouteInput } from './
 
 async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>> {
   if (c.req.method !== 'POST') return {}
+  // Spec §4: a JSON body, announced as such (an empty one too); a form or text body is refused unread.
+  if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) throw new AppError('bad_request', 'Content-Type must be application/json.')
   const text = await c.req.text()
   if (text.trim() === '') return {}
   let body: unknown

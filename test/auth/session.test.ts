@@ -147,7 +147,7 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
         const message =
           typeof keyPrefix === 'string'
             ? 'keyPrefix must be 1 to 32 characters: a letter or digit, then letters, digits, "_" or "-".'
-            : 'keyPrefix must be a string.'
+            : 'keyPrefix must be a string; leave it out for the default prefix.'
         expect(await res.json()).toEqual(errorBody('bad_request', message))
       }
       expect(await t.db.prisma.apiKey.count()).toBe(0)

@@ -126,7 +126,7 @@ describe(`early answers (${testBackend})`, () => {
       }),
     )
     expect(bad.fast).toEqual(bad.routes)
-    expect(JSON.parse(bad.fast.body).error).toEqual({ code: 'bad_request', message: 'apiKey must be a non-empty string.' })
+    expect(JSON.parse(bad.fast.body).error).toEqual({ code: 'bad_request', message: 'apiKey must be a string.' })
   })
 
   it('serves hits itself and hands everything else to the routes with its body', async () => {

@@ -192,6 +192,7 @@ describe(`vault reads (${testBackend})`, () => {
         ['limit=201', 'limit must be an integer from 1 to 200.'],
         ['limit=abc', 'limit must be an integer from 1 to 200.'],
         ['limit=1.5', 'limit must be an integer from 1 to 200.'],
+        ['limit=050', 'limit must be an integer from 1 to 200.'],
         ['status=open', 'status must be one of "active", "paused", "closed".'],
         ['chain=', 'chain must not be empty.'],
         ['cursor=', 'cursor must not be empty.'],

@@ -58,7 +58,7 @@ export const CompositionPosition = builder.objectRef<Position>('CompositionPosit
 export const Composition = builder.objectRef<CompositionShape>('Composition').implement({
   description: "A vault's current composition: its latest snapshot, grouped.",
   fields: (t) => ({
-    asOf: t.expose('asOf', { type: 'DateTime', description: 'When the snapshot was taken.' }),
+    asOf: t.expose('asOf', { type: 'DateTime', nullable: true, description: 'When the snapshot was taken; null while the vault has none.' }),
     positions: t.field({ type: [CompositionPosition], description: 'Sorted by pct desc, then name.', resolve: (c) => c.positions }),
   }),
 })
@@ -85,11 +85,11 @@ builder.prismaObjectField('Vault', 'composition', (t) =>
   t.field({
     type: Composition,
     nullable: true,
-    description: 'The latest composition snapshot, grouped; null while the vault has none.',
+    description: 'The latest composition snapshot, grouped; `asOf` null and no positions while the vault has none.',
     args: { groupBy: t.arg({ type: CompositionGroupBy, required: true, defaultValue: 'platform' }) },
     resolve: async (vault, args, ctx) => {
       const snapshot = await ctx.loaders.latestSnapshot.load({ vaultId: vault.id, now: ctx.now })
-      return snapshot && { asOf: snapshot.asOf, positions: groupAllocations(snapshot.allocations, args.groupBy) }
+      return snapshot ? { asOf: snapshot.asOf, positions: groupAllocations(snapshot.allocations, args.groupBy) } : { asOf: null, positions: [] }
     },
   }),
 )

@@ -82,7 +82,8 @@ export const apiKeyRoutes: RestRoute[] = [
       // Strict: a misspelt field (e.g. key_prefix) must not silently give a key with the default prefix.
       const unknown = Object.keys(rest)
       if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "keyPrefix".`)
-      if (keyPrefix !== undefined && keyPrefix !== null && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string.')
+      // `null` is refused like any other non-string: leaving the field out is how to ask for the default.
+      if (keyPrefix !== undefined && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string; leave it out for the default prefix.')
       return { keyPrefix: keyPrefix ?? null }
     },
     response: component('CreateApiKeyResponse', envelope(NewApiKey)),

@@ -70,7 +70,7 @@ const VaultList = component(
 const CompositionSchema = component(
   'Composition',
   z.object({
-    as_of: Timestamp.meta({ description: 'When the snapshot was taken.' }),
+    as_of: Timestamp.nullable().meta({ description: 'When the snapshot was taken; null while the vault has none (and `positions` is empty).' }),
     positions: z
       .array(
         component(
@@ -144,9 +144,7 @@ interface CompositionData {
 }
 
 function compositionBody(data: CompositionData, id: string) {
-  const composition = found(data.vault, id).composition
-  if (composition === null) throw notFound(`Vault ${quoted(id)} has no composition snapshot yet.`)
-  return snakeKeys<CompositionWire>(composition)
+  return snakeKeys<CompositionWire>(found(data.vault, id).composition ?? { asOf: null, positions: [] })
 }
 
 interface SeriesData {
@@ -210,7 +208,7 @@ export const vaultRoutes: RestRoute[] = [
     method: 'GET',
     path: '/vaults/:vault_id/composition',
     summary: "Get a vault's current composition",
-    description: 'The latest snapshot at or before now, grouped. A vault without snapshots answers 404.',
+    description: 'The latest snapshot at or before now, grouped. A vault without snapshots answers `as_of: null` and no positions.',
     tags,
     params: vaultParams,
     query: { group_by: groupBy },
