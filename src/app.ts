@@ -1,13 +1,13 @@
 import { Hono } from 'hono'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
-import { AppError } from './core/errors.js'
+import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
 import { cacheLookups, observePool, registry } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
-import { publicOperationCheck } from './graphql/public-operations.js'
+import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
 import { earlyAnswers } from './http/early-answers.js'
@@ -72,7 +72,7 @@ export function createApp({
   db: Database
   clock?: Clock
   examples?: ExampleIds | Promise<ExampleIds | undefined>
-  /** Answer cache hits and key verifications in the first middleware (src/http/early-answers.ts); off only to compare both paths in tests. */
+  /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
 }): App {
   useLogLevel(config.logLevel)
@@ -116,8 +116,8 @@ export function createApp({
   webhookWorker?.start()
 
   const app = new Hono<AppEnv>()
-  // The request's id, log line and metrics; cache hits and key verifications answered at once.
-  app.use('*', requestStart(earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }) : undefined))
+  // The request's id, log line and metrics.
+  app.use('*', requestStart)
   // README "Under faults and abuse": the one header policy (security, CSP, CORS) on every answer;
   // on the public routes a body size limit, a per-client-IP rate limit and a deadline per request.
   app.use('*', responseHeaders(config))
@@ -145,11 +145,16 @@ export function createApp({
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
 
+  const classOf = operationClassifier(schema)
   app.post(
     '/graphql',
-    cachedGraphql(responseCache, publicOperationCheck(schema), (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
+    cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
   )
-  app.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') }))
+  app.on(['GET', 'OPTIONS'], '/graphql', (c) => {
+    const query = c.req.query('query')
+    if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
+    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
+  })
   app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
@@ -159,12 +164,14 @@ export function createApp({
   app.route('/', referenceRoutes())
   app.route('/', explorerRoutes())
 
-  app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${c.req.path}.`)))
+  app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${quoted(c.req.path)}.`)))
   app.onError(answerError)
 
-  const routes = app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path }))
+  // Cache hits and key verifications are answered before Hono (docs/adr/0003-early-answers.md).
+  const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
+  const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
   return {
-    fetch: (request, env) => Promise.resolve(app.fetch(request, env as never)),
+    fetch: (request, env) => early(request, env) ?? routes(request, env),
     yoga,
     limits,
     verifier,
@@ -172,7 +179,7 @@ export function createApp({
     webhooks,
     webhookWorker,
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
-    routes,
+    routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },

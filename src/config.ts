@@ -183,6 +183,7 @@ const env = z.object({
   GRAPHQL_MAX_COST: int(50_000, 1, 100_000_000),
   GRAPHQL_MAX_TOKENS: int(2000, 100, 1_000_000),
   GRAPHQL_MAX_DIRECTIVES: int(20, 0, 10_000),
+  GRAPHQL_MAX_RESPONSE_BYTES: int(4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   REQUEST_BODY_LIMIT_BYTES: int(100 * 1024, 1024, 64 * 1024 * 1024),
   REQUEST_TIMEOUT_MS: int(15_000, 100, 600_000),
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(600, 0, 10_000_000),
@@ -262,7 +263,17 @@ export interface Config {
   wasmOptimize: boolean
   /** PGlite's `shared_buffers`, resident from its start (PostgreSQL's default is 128 MB). */
   embeddedSharedBuffersMb: number
-  graphql: { graphiql: boolean; introspection: boolean; maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number; maxDirectives: number }
+  graphql: {
+    graphiql: boolean
+    introspection: boolean
+    maxDepth: number
+    maxAliases: number
+    maxCost: number
+    maxTokens: number
+    maxDirectives: number
+    /** Bytes of one serialised /graphql answer (src/graphql/response-rules.ts). */
+    maxResponseBytes: number
+  }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
   /** Requests per minute: per client IP on public routes, per wallet on key management, per key on verify; 0 = off. */
@@ -339,6 +350,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxCost: e.GRAPHQL_MAX_COST,
       maxTokens: e.GRAPHQL_MAX_TOKENS,
       maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
+      maxResponseBytes: e.GRAPHQL_MAX_RESPONSE_BYTES,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
     rateLimits: {

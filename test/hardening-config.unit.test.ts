@@ -4,7 +4,16 @@ import { loadConfig } from '../src/config.js'
 describe('hardening settings', () => {
   it('has safe defaults: GraphiQL and introspection only outside production, CORS closed for keys', () => {
     const dev = loadConfig({})
-    expect(dev.graphql).toEqual({ graphiql: true, introspection: true, maxDepth: 12, maxAliases: 15, maxCost: 50_000, maxTokens: 2000, maxDirectives: 20 })
+    expect(dev.graphql).toEqual({
+      graphiql: true,
+      introspection: true,
+      maxDepth: 12,
+      maxAliases: 15,
+      maxCost: 50_000,
+      maxTokens: 2000,
+      maxDirectives: 20,
+      maxResponseBytes: 4 * 1024 * 1024,
+    })
     expect(dev.requests).toEqual({ bodyLimitBytes: 102_400, timeoutMs: 15_000 })
     expect(dev.rateLimits).toEqual({ publicPerMinute: 600, keysPerMinute: 30, verifyPerMinute: 1200 })
     expect(dev.trustProxyHops).toBe(0)

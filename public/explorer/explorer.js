@@ -168,7 +168,7 @@ function renderComposition(v) {
   const composition = v.composition
   const key = state.groupBy
   $('group-heading').textContent = key === 'platform' ? 'Platform' : 'Asset'
-  $('composition-as-of').textContent = composition ? `as of ${minute(composition.asOf)} UTC` : '(no snapshot yet)'
+  $('composition-as-of').textContent = composition?.asOf ? `as of ${minute(composition.asOf)} UTC` : '(no snapshot yet)'
   const positions = composition?.positions ?? []
   $('positions').replaceChildren(
     ...positions.map((p, i) =>

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js'
-import { AppError } from '../core/errors.js'
+import { AppError, quoted } from '../core/errors.js'
 import type { RateLimits } from '../core/rate-limit.js'
 import type { Viewer } from './viewer.js'
 
@@ -23,7 +23,7 @@ export function guardKeyManagement<C extends Guarded>(ctx: C, { limits, config }
   ctx.viewer = async () => {
     const origin = ctx.request.headers.get('origin')
     if (origin !== null && !originAllowed(origin, ctx.request, config.cors.keys)) {
-      throw new AppError('unauthorized', `Key management is not allowed from the web origin ${JSON.stringify(origin.slice(0, 200))}.`)
+      throw new AppError('unauthorized', `Key management is not allowed from the web origin ${quoted(origin)}.`)
     }
     const v = await viewer()
     await limits.consume('keys', v.wallet)

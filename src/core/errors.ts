@@ -71,6 +71,20 @@ export class AppError extends GraphQLError {
   }
 }
 
+/** Longest client-supplied value an error message repeats. */
+export const MAX_ECHO = 128
+
+/**
+ * A client-supplied value (a path segment, a query parameter, a field name) as an error message may
+ * repeat it: quoted, unless it is longer than MAX_ECHO or holds a secret-like run of 40 letters and
+ * digits (a pasted API key, a token), which never come back, to the client or to the logs and
+ * proxies its answers pass through.
+ */
+export function quoted(value: string): string {
+  if (value.length > MAX_ECHO || /[A-Za-z0-9]{40,}/.test(value)) return `(a value of ${value.length} characters, not repeated here)`
+  return JSON.stringify(value)
+}
+
 export const badRequest = (message: string) => new AppError('bad_request', message)
 export const notFound = (message: string) => new AppError('not_found', message)
 

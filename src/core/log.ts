@@ -14,8 +14,34 @@ export const redactPaths = [
   '*.digest',
 ]
 
+/**
+ * Errors as logged: Prisma's messages quote the whole call with its argument values ("Invalid
+ * `prisma.vault.findMany()` invocation: { where: { … } }"), and those values can come from a
+ * request (a pasted key, a forged cursor). Only the sentence saying what was wrong is kept, and no
+ * message is longer than MAX_MESSAGE characters.
+ */
+const MAX_MESSAGE = 300
+function errorForLog(err: unknown) {
+  const out = pino.stdSerializers.err(err as Error) as Record<string, unknown>
+  if (typeof out.message === 'string') {
+    let message = out.message
+    if (/Invalid `[^`]*` invocation/.test(message)) {
+      const last = message.trim().split('\n').pop()?.trim() ?? ''
+      message = `Invalid Prisma call: ${last.replace(/provided [^.]*\./, (m) => m.replace(/`[^`]*`/g, '`…`'))}`
+    }
+    out.message = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message
+    // The stack begins with the message (all its lines): keep the frames only.
+    if (typeof out.stack === 'string')
+      out.stack = out.stack
+        .split('\n')
+        .filter((l) => /^\s+at /.test(l))
+        .join('\n')
+  }
+  return out
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream) {
-  return pino({ level, base: { service: 'vaultgate' }, redact: { paths: redactPaths, censor: '[redacted]' } }, destination)
+  return pino({ level, base: { service: 'vaultgate' }, redact: { paths: redactPaths, censor: '[redacted]' }, serializers: { err: errorForLog } }, destination)
 }
 
 export type Logger = pino.Logger

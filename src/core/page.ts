@@ -16,10 +16,11 @@ export function checkPageSize(value: number | null | undefined, name: string): n
   return value
 }
 
-/** A page size given as text (the REST `limit` parameter): decimal digits only ("abc", "1.5", "-1", "" are 400), then the range. */
+/** A page size given as text (the REST `limit` parameter): decimal digits only, no leading zero ("abc", "1.5", "-1", "", "050" are 400), then the range. */
 export function parsePageSize(text: string | undefined, name = 'limit'): number {
   if (text === undefined) return PAGE_SIZE.default
-  if (!/^\d{1,9}$/.test(text)) throw outOfRange(name)
+  // Plain decimal digits without a leading zero: `050` is refused like `5e1` (never guessed at).
+  if (!/^(0|[1-9]\d{0,8})$/.test(text)) throw outOfRange(name)
   return checkPageSize(Number(text), name)
 }
 

@@ -24,6 +24,8 @@ export interface Context {
 export interface RequestScope {
   requestId?: string
   deadline?: Deadline
+  /** Set by the REST shim: its answers keep the errors' HTTP statuses (src/graphql/response-rules.ts). */
+  rest?: boolean
 }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))

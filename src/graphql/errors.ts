@@ -53,7 +53,7 @@ export const useValidationErrorCodes = (): Plugin => ({
             source: e.source,
             positions: e.positions,
             path: e.path,
-            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400 } },
+            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } },
           }),
         ),
       )

@@ -1,4 +1,3 @@
-import { costLimitPlugin } from '@escape.tech/graphql-armor-cost-limit'
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases'
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth'
 import { maxDirectivesPlugin } from '@escape.tech/graphql-armor-max-directives'
@@ -9,6 +8,7 @@ import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import type { Config } from '../config.js'
 import type { Context } from './context.js'
 import { AppError } from '../core/errors.js'
+import { operationCost, overCost } from './cost.js'
 
 /** Header a GET (or form-encoded) GraphQL request must carry, so a cross-site page cannot send one blind. */
 export const CSRF_HEADERS = ['x-graphql-csrf', 'x-graphql-yoga-csrf', 'apollo-require-preflight']
@@ -35,13 +35,27 @@ export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
     maxTokensPlugin({ n: g.maxTokens }) as Plugin,
     maxDepthPlugin({ n: g.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...report }) as Plugin,
     maxAliasesPlugin({ n: g.maxAliases, ...report }) as Plugin,
-    costLimitPlugin({ maxCost: g.maxCost, ignoreIntrospection: true, ...report }) as Plugin,
+    costLimit(g.maxCost),
     maxDirectivesPlugin({ n: g.maxDirectives, ...report }) as Plugin,
     useRequestDeadline(),
     useNoSuggestions(),
   ]
   if (!g.introspection) plugins.push({ onValidate: ({ addValidationRule }) => addValidationRule(noIntrospection) })
   return plugins
+}
+
+/**
+ * The cost limit (src/graphql/cost.ts), with the request's variables. Checked when the operation is
+ * about to run, not as a validation rule: Yoga caches validation per document text, whatever its
+ * variables. The REST shim's documents go through it too (their variables are the route's parameters).
+ */
+function costLimit(max: number): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
+      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
+    },
+  }
 }
 
 /**

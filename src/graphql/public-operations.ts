@@ -1,7 +1,9 @@
 import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
 
-// Which GraphQL operations may be answered from the shared response cache (src/http/response-cache.ts):
-// queries that only read public data, the same for every caller.
+// What a GraphQL operation reads, for the HTTP layer: whether it may be answered from the shared
+// response cache (src/http/response-cache.ts: queries that only read public data, the same for
+// every caller), and whether it touches key management (its answer is then `no-store`, under the
+// key-management CORS rules: src/http/headers.ts).
 
 /** Types whose every field is the same for every caller (no viewer, no wallet, no key). */
 export const PUBLIC_TYPES = new Set([
@@ -21,20 +23,26 @@ export const PUBLIC_TYPES = new Set([
 /** Root fields that return public types. */
 export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
 
+/** Root fields of key management (query and mutations). */
+export const KEY_MANAGEMENT_FIELDS = new Set(['apiKey', 'createApiKey', 'revokeApiKey'])
+
 const MAX_DOCUMENTS = 1000
 
-/**
- * Whether a GraphQL operation may be answered from the shared cache: a query whose every selected
- * field belongs to a public type (introspection and unknown fields are not). Memoised per
- * document text, so the walk runs once per distinct query.
- */
-export function publicOperationCheck(schema: GraphQLSchema): (query: string, operationName: string | undefined) => boolean {
-  const memo = new Map<string, boolean>()
+export interface OperationClass {
+  /** Every selected field belongs to a public type: the answer may be shared. */
+  public: boolean
+  /** A root field of key management is selected. */
+  keyManagement: boolean
+}
+
+/** The class of an operation, memoised per document text (one parse and walk per distinct query). */
+export function operationClassifier(schema: GraphQLSchema): (query: string, operationName: string | undefined) => OperationClass {
+  const memo = new Map<string, OperationClass>()
   return (query, operationName) => {
     const key = `${operationName ?? ''}\u0000${query}`
     let answer = memo.get(key)
     if (answer === undefined) {
-      answer = isPublicOperation(schema, query, operationName)
+      answer = classify(schema, query, operationName)
       if (memo.size >= MAX_DOCUMENTS) memo.clear()
       memo.set(key, answer)
     }
@@ -42,19 +50,46 @@ export function publicOperationCheck(schema: GraphQLSchema): (query: string, ope
   }
 }
 
-export function isPublicOperation(schema: GraphQLSchema, query: string, operationName: string | undefined): boolean {
+const UNKNOWN: OperationClass = { public: false, keyManagement: false }
+
+function classify(schema: GraphQLSchema, query: string, operationName: string | undefined): OperationClass {
   let document: DocumentNode
   try {
     document = parse(query)
   } catch {
-    return false
+    return UNKNOWN
   }
   const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined
-  const queryType = schema.getQueryType()
-  if (operation?.operation !== 'query' || !queryType) return false
+  if (!operation) return UNKNOWN
   const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
-  return selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set())
+  const queryType = schema.getQueryType()
+  return {
+    public: operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set()),
+    keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => KEY_MANAGEMENT_FIELDS.has(f)),
+  }
+}
+
+/** The root field names an operation selects, through fragments. */
+function rootFields(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, seen: Set<string>): string[] {
+  return set.selections.flatMap((s) => {
+    if (s.kind === Kind.FIELD) return [s.name.value]
+    if (s.kind === Kind.INLINE_FRAGMENT) return rootFields(s.selectionSet, fragments, seen)
+    const f = fragments.get(s.name.value)
+    if (!f || seen.has(f.name.value)) return []
+    seen.add(f.name.value)
+    return rootFields(f.selectionSet, fragments, seen)
+  })
+}
+
+/** Whether a GraphQL operation may be answered from the shared cache (see operationClassifier). */
+export function publicOperationCheck(schema: GraphQLSchema): (query: string, operationName: string | undefined) => boolean {
+  const classOf = operationClassifier(schema)
+  return (query, operationName) => classOf(query, operationName).public
+}
+
+export function isPublicOperation(schema: GraphQLSchema, query: string, operationName: string | undefined): boolean {
+  return classify(schema, query, operationName).public
 }
 
 // A hand-written walk over the schema's own objects (getType, getFields, ofType) rather than

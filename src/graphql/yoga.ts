@@ -10,6 +10,7 @@ import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
 import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
+import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
 
 export type Yoga = YogaServerInstance<RequestScope, Context>
@@ -49,6 +50,11 @@ export function createGatewayYoga({
     logging: false,
     // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.
     cors: false,
-    plugins: [useValidationErrorCodes(), useOperationMetrics(), ...protectionPlugins(config)],
+    plugins: [
+      useValidationErrorCodes(),
+      useOperationMetrics(),
+      ...protectionPlugins(config),
+      useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
+    ],
   })
 }

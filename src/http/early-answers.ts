@@ -1,25 +1,28 @@
-import type { Context as HonoContext } from 'hono'
 import type { Config } from '../config.js'
+import { errorBody } from '../core/errors.js'
 import type { RateLimits } from '../core/rate-limit.js'
+import type { HandOn } from './env.js'
 import type { ApiKeyVerifier } from '../keys/verifier.js'
-import type { AppEnv } from './env.js'
-import { errorResponse } from './errors.js'
+import { clientError } from './errors.js'
 import { notModified } from './etag.js'
 import { policyHeaders } from './headers.js'
-import { recordRequest } from './middleware/observability.js'
-import { clientIp, countOnce } from './middleware/rate-limit.js'
+import { recordRequest, requestIdOf } from './middleware/observability.js'
+import { clientIpOf } from './middleware/rate-limit.js'
 import { graphqlCacheKey, pathAndQuery, type CachedResponse, type ResponseCache } from './response-cache.js'
 import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from './verify-key.js'
 
 // The answers dashboards and the order exchange repeat all day (public reads the response cache
-// holds, and API key verifications) are given by the first middleware, before the rest of the
-// chain: through it, every middleware that adds a header to the finished response makes
-// @hono/node-server rebuild it and stream its body, which costs several times the hit itself.
-// Here the headers are one plain object (policyHeaders, the routes' own policy), which
-// @hono/node-server writes out directly. The rate limit, log line, metrics and request id are the
-// routes' own functions. Anything not answered here (a miss, a client over its limit, a request
-// that is not plain) goes on to the routes, with its body and its rate-limit count kept on the
-// context. test/http/early-answers.test.ts compares both paths header by header.
+// holds, and API key verifications) are given before the Hono app sees the request: through Hono,
+// its dispatch and every middleware that adds a header to a finished response cost more than the
+// hit itself (docs/adr/0003-early-answers.md has the measurement). The headers are one plain
+// object from the routes' own header policy (policyHeaders, computed once per outcome), which
+// @hono/node-server writes out directly; the rate limit, log line, metrics and request id are the
+// routes' own functions. A request not answered here (a miss, a client over its limit) goes to the
+// routes with what was learnt of it, passed explicitly in Hono's `env` (`handOn`): its body, as a
+// copy of the request, and its rate-limit verdict, so that it is neither read nor counted twice.
+// test/http/early-answers.test.ts compares both paths header by header.
+
+type Routes = (request: Request, env: unknown) => Promise<Response>
 
 export interface EarlyAnswerOptions {
   config: Pick<Config, 'cors' | 'internalToken' | 'trustProxyHops' | 'requests'>
@@ -29,79 +32,106 @@ export interface EarlyAnswerOptions {
 }
 
 /** A numeric Content-Length within `max` on a request without Transfer-Encoding (so the body cannot exceed it). */
-function boundedBody(c: HonoContext, max: number): boolean {
-  const length = c.req.header('content-length')
-  return length !== undefined && c.req.header('transfer-encoding') === undefined && /^\d+$/.test(length) && Number(length) <= max
+function boundedBody(request: Request, max: number): boolean {
+  const length = request.headers.get('content-length')
+  return length !== null && request.headers.get('transfer-encoding') === null && /^\d+$/.test(length) && Number(length) <= max
 }
 
-/** The early-answer function for src/http/middleware/observability.ts requestStart. */
-export function earlyAnswers({ config, cache, limits, verifier }: EarlyAnswerOptions): (c: HonoContext<AppEnv>) => Promise<Response | undefined> | undefined {
-  const finish = (c: HonoContext<AppEnv>, route: string, status: number, body: string | null, own: Record<string, string>) => {
-    const headers = {
-      ...policyHeaders(config.cors, c.req.path, c.req.header('origin') ?? null, own['content-type'] ?? null),
-      ...own,
-      'x-request-id': c.get('requestId'),
+/**
+ * Returns a promise of the answer when the request is one answered here, `undefined` otherwise (the
+ * caller then hands the request to the routes untouched).
+ */
+export function earlyAnswers(
+  { config, cache, limits, verifier }: EarlyAnswerOptions,
+  routes: Routes,
+): (request: Request, env: unknown) => Promise<Response> | undefined {
+  // The policy headers depend only on the kind of answer and on whether the origin is allowed.
+  const stamps = new Map<string, Record<string, string>>()
+  const stamp = (path: string, origin: string | null, contentType: string) => {
+    const allowed = config.cors.public
+    const originKey = allowed === '*' || origin === null || !allowed.includes(origin) ? '' : origin
+    const key = `${path === '/internal/v1/apiKey/verify' ? 'internal' : 'public'}\u0000${originKey}\u0000${contentType}`
+    let headers = stamps.get(key)
+    if (!headers) {
+      headers = policyHeaders(config.cors, path, originKey === '' ? null : originKey, contentType, false)
+      if (stamps.size < 256) stamps.set(key, headers)
     }
-    recordRequest(c.get('requestId'), c.req.method, route, status, c.get('started'))
+    return headers
+  }
+
+  const finish = (request: Request, route: string, started: number, status: number, body: string | null, own: Record<string, string>) => {
+    const requestId = requestIdOf(request.headers.get('x-request-id'))
+    const path = pathAndQuery(request.url).split('?')[0]!
+    const headers = { ...stamp(path, request.headers.get('origin'), own['content-type'] ?? ''), ...own, 'x-request-id': requestId }
+    recordRequest(requestId, request.method, route, status, started)
     return new Response(body, { status, headers })
   }
 
+  const handOn = (request: Request, env: unknown, counted: HandOn['counted']) =>
+    routes(request, { ...(env as object | undefined), handOn: { counted } satisfies HandOn })
+
   /** A cached public answer, after the client's rate limit (an over-limit client gets the routes' 429). */
-  async function servePublic(c: HonoContext<AppEnv>, entry: CachedResponse, route: string): Promise<Response | undefined> {
+  async function servePublic(request: Request, env: unknown, entry: CachedResponse, route: string, started: number, forward: () => Request): Promise<Response> {
+    const verdict = limits.consume('public', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
+    verdict.catch(() => {})
     try {
-      await countOnce(c, limits, 'public', clientIp(c, config.trustProxyHops))
+      await verdict
     } catch {
-      return undefined
+      return handOn(forward(), env, { public: verdict })
     }
-    if (!entry.etag) return finish(c, route, 200, entry.body, { 'content-type': entry.contentType })
-    const current = notModified(c.req.header('if-none-match'), entry.etag)
-    return finish(c, route, current ? 304 : 200, current ? null : entry.body, {
+    if (!entry.etag) return finish(request, route, started, 200, entry.body, { 'content-type': entry.contentType })
+    const current = notModified(request.headers.get('if-none-match'), entry.etag)
+    return finish(request, route, started, current ? 304 : 200, current ? null : entry.body, {
       'content-type': entry.contentType,
       etag: entry.etag,
       'cache-control': entry.cacheControl!,
     })
   }
 
-  async function graphql(c: HonoContext<AppEnv>): Promise<Response | undefined> {
-    // Hono keeps the text: the routes read the same body if this is a miss.
-    const entry = cache.hit(graphqlCacheKey(c.req.header('accept'), await c.req.text()))
-    return entry ? servePublic(c, entry, '/graphql') : undefined
+  async function graphql(request: Request, env: unknown, started: number): Promise<Response> {
+    const text = await request.text()
+    // The body is read: the routes get a copy of the request that carries it.
+    const copy = () => new Request(request.url, { method: 'POST', headers: request.headers, body: text, signal: request.signal })
+    const entry = cache.hit(graphqlCacheKey(request.headers.get('accept'), text))
+    return entry ? servePublic(request, env, entry, '/graphql', started, copy) : handOn(copy(), env, {})
   }
 
   /** A verification is answered here whatever its outcome, errors included: it runs once. */
-  async function verify(c: HonoContext<AppEnv>): Promise<Response> {
+  async function verify(request: Request, started: number): Promise<Response> {
     const route = '/internal/v1/apiKey/verify'
     try {
-      const body = await verifyAnswer(c, await c.req.text(), verifier, limits)
-      return finish(c, route, 200, body, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+      const body = await verifyAnswer(await request.text(), verifier, (apiKey) => limits.consume('verify', apiKey))
+      return finish(request, route, started, 200, body, { 'content-type': 'application/json', 'cache-control': 'no-store' })
     } catch (e) {
-      const res = errorResponse(c, e)
-      const own: Record<string, string> = {}
-      res.headers.forEach((value, name) => {
-        own[name] = value
+      const { app, headers } = clientError(e, { requestId: requestIdOf(request.headers.get('x-request-id')), path: route })
+      return finish(request, route, started, app.status, JSON.stringify(errorBody(app.code, app.message)), {
+        ...Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
+        'content-type': 'application/json',
+        'cache-control': 'no-store',
       })
-      return finish(c, route, res.status, await res.text(), { ...own, 'cache-control': 'no-store' })
     }
   }
 
-  return (c) => {
-    const method = c.req.method
+  return (request, env) => {
+    const method = request.method
     if (method === 'GET') {
-      if (!cache.enabled || !c.req.path.startsWith('/v1/')) return undefined
-      const entry = cache.hit(`GET ${pathAndQuery(c.req.url)}`)
+      if (!cache.enabled) return undefined
+      const path = pathAndQuery(request.url)
+      if (!path.startsWith('/v1/')) return undefined
+      const entry = cache.hit(`GET ${path}`)
       if (!entry?.route) return undefined
-      return servePublic(c, entry, entry.route)
+      return servePublic(request, env, entry, entry.route, performance.now(), () => request)
     }
     if (method !== 'POST') return undefined
-    const path = c.req.path
+    const path = pathAndQuery(request.url)
     if (path === '/graphql') {
-      if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json') || !boundedBody(c, config.requests.bodyLimitBytes))
+      if (!cache.enabled || !(request.headers.get('content-type') ?? '').includes('application/json') || !boundedBody(request, config.requests.bodyLimitBytes))
         return undefined
-      return graphql(c)
+      return graphql(request, env, performance.now())
     }
     if (path === '/internal/v1/apiKey/verify') {
-      if (!internalAuthorized(config, c.req.header('authorization')) || !boundedBody(c, VERIFY_BODY_LIMIT)) return undefined
-      return verify(c)
+      if (!internalAuthorized(config, request.headers.get('authorization')) || !boundedBody(request, VERIFY_BODY_LIMIT)) return undefined
+      return verify(request, performance.now())
     }
     return undefined
   }

@@ -1,6 +1,11 @@
 import type { Deadline } from '../core/deadlines.js'
 import type { Bucket } from '../core/rate-limit.js'
 
+/** What the early answers (src/http/early-answers.ts) hand on to the routes with a request, in Hono's env. */
+export interface HandOn {
+  counted: Partial<Record<Bucket, Promise<void>>>
+}
+
 /**
  * Per-request state on Hono's context, set by the first middleware (src/app.ts) and read by the
  * later ones: how layers share what they learnt about one request, instead of side tables.
@@ -14,5 +19,7 @@ export type AppEnv = {
     deadline?: Deadline
     /** Rate-limit verdicts taken for this request, by bucket: a request is counted once however many layers ask. */
     counted?: Partial<Record<Bucket, Promise<void>>>
+    /** A /graphql operation selecting key management (src/graphql/public-operations.ts): its answer gets the key-management header policy. */
+    keyManagement?: boolean
   }
 }

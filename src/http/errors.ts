@@ -5,15 +5,22 @@ import { logger } from '../core/log.js'
 import { errorsByCode } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
 
-/** The AppError a client sees for `error`; an unexpected one is logged (never answered) here, once. */
-function answered(c: HonoContext<AppEnv>, error: unknown): AppError {
+/**
+ * The AppError a client sees for `error`, counted in the metrics; an unexpected one is logged (never
+ * answered) here, once. `headers`: the error's own (Retry-After, WWW-Authenticate).
+ */
+export function clientError(error: unknown, where: { requestId: string; path: string }): { app: AppError; headers: Record<string, string> } {
   const app = toAppError(error)
   if (!(error instanceof AppError)) {
-    logger.error({ err: error, requestId: c.get('requestId'), path: c.req.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
+    logger.error({ err: error, requestId: where.requestId, path: where.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
   }
   errorsByCode.inc({ code: app.code })
-  const headers = (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers
-  if (headers) for (const [k, v] of Object.entries(headers)) c.header(k, v)
+  return { app, headers: (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers ?? {} }
+}
+
+function answered(c: HonoContext<AppEnv>, error: unknown): AppError {
+  const { app, headers } = clientError(error, { requestId: c.get('requestId'), path: c.req.path })
+  for (const [k, v] of Object.entries(headers)) c.header(k, v)
   return app
 }
 

@@ -70,10 +70,10 @@ const allows = (allowed: Allowed, origin: string) => allowed === '*' || allowed.
  * (`/v1/apiKey`) follows CORS_KEY_ORIGINS (default none). Credentials are never allowed. Admin and
  * internal routes get no CORS headers at all.
  */
-function corsHeaders(cors: Config['cors'], path: string, origin: string | null): Record<string, string> {
+function corsHeaders(cors: Config['cors'], path: string, origin: string | null, keyManagement: boolean): Record<string, string> {
   if (!isCorsPath(path)) return {}
   let allowed: Allowed = cors.public
-  if (isKeyPath(path)) {
+  if (keyManagement) {
     if (origin === null || !allows(cors.keys, origin)) return {}
     allowed = cors.keys
   }
@@ -88,11 +88,20 @@ function corsHeaders(cors: Config['cors'], path: string, origin: string | null):
 
 /**
  * Every policy header of an answer to `path` (security, CSP by content type, CORS by path and
- * origin), lowercase names. Content-Type, caching and the request id are the route's own.
+ * origin), lowercase names. Key management (`/v1/apiKey…`, or a /graphql operation selecting it:
+ * `keyManagement`) is never stored by any cache and follows CORS_KEY_ORIGINS. Content-Type, other
+ * caching and the request id are the route's own.
  */
-export function policyHeaders(cors: Config['cors'], path: string, origin: string | null, contentType: string | null): Record<string, string> {
+export function policyHeaders(
+  cors: Config['cors'],
+  path: string,
+  origin: string | null,
+  contentType: string | null,
+  keyManagement = isKeyPath(path),
+): Record<string, string> {
   const html = (contentType ?? '').startsWith('text/html')
-  return { ...SECURITY_HEADERS, 'content-security-policy': html ? HTML_CSP : API_CSP, ...corsHeaders(cors, path, origin) }
+  const headers = { ...SECURITY_HEADERS, 'content-security-policy': html ? HTML_CSP : API_CSP, ...corsHeaders(cors, path, origin, keyManagement) }
+  return keyManagement ? { ...headers, 'cache-control': 'no-store' } : headers
 }
 
 /**
@@ -105,9 +114,11 @@ export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler
   return async (c, next) => {
     await next()
     const headers = c.res.headers
-    for (const [name, value] of Object.entries(policyHeaders(config.cors, c.req.path, c.req.header('origin') ?? null, headers.get('content-type')))) {
+    const path = c.req.path
+    const keyManagement = isKeyPath(path) || c.get('keyManagement') === true
+    for (const [name, value] of Object.entries(policyHeaders(config.cors, path, c.req.header('origin') ?? null, headers.get('content-type'), keyManagement))) {
       if (name === 'vary') headers.append(name, value)
-      else if (!headers.has(name) || name.startsWith('access-control-')) headers.set(name, value)
+      else if (!headers.has(name) || name.startsWith('access-control-') || name === 'cache-control') headers.set(name, value)
     }
   }
 }

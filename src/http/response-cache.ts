@@ -3,6 +3,7 @@ import { cacheLookups } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
 import { Deadline, underDeadline } from '../core/deadlines.js'
 import type { RequestScope } from '../graphql/context.js'
+import type { OperationClass } from '../graphql/public-operations.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -215,12 +216,17 @@ export type ExecuteGraphql = (request: Request, scope: RequestScope) => Promise<
  */
 export function cachedGraphql(
   cache: ResponseCache,
-  isPublic: (query: string, operationName: string | undefined) => boolean,
+  classOf: (query: string, operationName: string | undefined) => OperationClass,
   execute: ExecuteGraphql,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   return async (c) => {
     const scope = (): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline') })
-    if (!cache.enabled || !(c.req.header('content-type') ?? '').includes('application/json')) return execute(c.req.raw, scope())
+    if (!(c.req.header('content-type') ?? '').includes('application/json')) {
+      // A body this handler does not read (a form post): what it selects is unknown, so it is
+      // answered as key management would be (no-store, no wildcard CORS).
+      c.set('keyManagement', true)
+      return execute(c.req.raw, scope())
+    }
     const text = await c.req.text()
     const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope())
     let params: { query?: unknown; operationName?: unknown }
@@ -229,8 +235,10 @@ export function cachedGraphql(
     } catch {
       return forward()
     }
-    if (typeof params?.query !== 'string' || !isPublic(params.query, typeof params.operationName === 'string' ? params.operationName : undefined))
-      return forward()
+    if (typeof params?.query !== 'string') return forward()
+    const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
+    if (kind.keyManagement) c.set('keyManagement', true)
+    if (!cache.enabled || !kind.public) return forward()
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined

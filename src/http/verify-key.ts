@@ -1,13 +1,9 @@
-import type { Context as HonoContext } from 'hono'
 import type { Config } from '../config.js'
 import { AppError, badRequest } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { keyVerifications } from '../core/metrics.js'
-import type { RateLimits } from '../core/rate-limit.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
-import type { AppEnv } from './env.js'
 import { bearerMatches } from './middleware/bearer.js'
-import { countOnce } from './middleware/rate-limit.js'
 
 // POST /internal/v1/apiKey/verify, the order exchange's question "is this key good?": answered by
 // the early answers (src/http/early-answers.ts) when the request is plain, by the internal route
@@ -20,8 +16,11 @@ export const VERIFY_BODY_LIMIT = 4096
 export const internalAuthorized = (config: Pick<Config, 'internalToken'>, authorization: string | null | undefined) =>
   !!config.internalToken && bearerMatches(authorization, config.internalToken)
 
-/** The verify answer's JSON for the body `text`; throws the AppError the route answers with. */
-export async function verifyAnswer(c: HonoContext<AppEnv>, text: string, verifier: ApiKeyVerifier, limits?: RateLimits): Promise<string> {
+/**
+ * The verify answer's JSON for the body `text`; throws the AppError the route answers with.
+ * `count`: counts the key against RATE_LIMIT_VERIFY_PER_MINUTE (rejects over it).
+ */
+export async function verifyAnswer(text: string, verifier: ApiKeyVerifier, count?: (apiKey: string) => Promise<void>): Promise<string> {
   let body: unknown
   try {
     body = JSON.parse(text)
@@ -29,9 +28,9 @@ export async function verifyAnswer(c: HonoContext<AppEnv>, text: string, verifie
     throw badRequest('The request body must be JSON: {"apiKey":"…"}.')
   }
   const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
-  if (typeof apiKey !== 'string' || apiKey === '') throw badRequest('apiKey must be a non-empty string.')
+  if (typeof apiKey !== 'string') throw badRequest('apiKey must be a string.')
   // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
-  if (limits) await countOnce(c, limits, 'verify', apiKey)
+  if (count) await count(apiKey)
   try {
     const data = await verifier.verify(apiKey)
     keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { Decimal, parseAmount } from '../core/decimal.js'
-import { badRequest } from '../core/errors.js'
+import { badRequest, quoted } from '../core/errors.js'
 import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
 import { normalizeAddress } from '../wallets/address.js'
 
@@ -67,6 +67,10 @@ const address: Check<string> = (v) => {
   const normalized = normalizeAddress(v)
   return normalized === undefined ? fail('must be an EVM address (0x followed by 40 hex digits)') : ok(normalized)
 }
+
+/** An EVM transaction hash: 0x and 64 hex digits, stored lowercase. */
+const txHash: Check<string> = (v) =>
+  typeof v === 'string' && /^0x[0-9a-fA-F]{64}$/.test(v) ? ok(v.toLowerCase()) : fail('must be 0x followed by 64 hex digits')
 
 const bool: Check<boolean> = (v) => (typeof v === 'boolean' ? ok(v) : fail('must be true or false'))
 
@@ -176,7 +180,7 @@ const transactionSchema = z.strictObject({
   shares: required(amount),
   timestamp: required(timestamp),
   completed_at: nullable(timestamp),
-  tx_hash: required(text(200)),
+  tx_hash: required(txHash),
 })
 
 const documentSchema = z.strictObject({
@@ -210,7 +214,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`
     else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p)
-    else out += `[${JSON.stringify(String(p))}]` // an unknown key such as "tx hash" stays readable
+    else out += `[${quoted(String(p))}]` // an unknown key such as "tx hash" stays readable (a long one is not repeated)
   }
   return out || 'document'
 }
@@ -257,6 +261,13 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
         message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
       })
     else firstSnapshot.set(key, i)
+    // The allocations of a snapshot are the whole vault: their pct add up to 100 (an empty list, a
+    // vault not yet allocated, too). Summed exactly: floating point cannot move the tolerance.
+    if (c.positions.length > 0) {
+      const sum = c.positions.reduce((acc, p) => acc.plus(new Decimal(String(p.pct))), new Decimal(0))
+      if (sum.minus(100).abs().gt('0.01'))
+        issues.push({ path: ['compositions', i, 'positions'], message: `pct values must sum to 100 (± 0.01); they sum to ${sum.toFixed()}` })
+    }
     const firstPosition = new Map<string, number>()
     c.positions.forEach((p, j) => {
       const pkey = `${p.platform}\u0000${p.asset}`
@@ -274,6 +285,8 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
     const first = firstTx.get(t.id)
     if (first !== undefined) issues.push({ path: ['transactions', i, 'id'], message: `duplicate id "${t.id}" (first at transactions[${first}])` })
     else firstTx.set(t.id, i)
+    if (t.completed_at === null && t.status === 'completed')
+      issues.push({ path: ['transactions', i, 'completed_at'], message: 'is required when status is "completed"' })
     if (t.completed_at !== null) {
       if (t.status === 'pending') issues.push({ path: ['transactions', i, 'completed_at'], message: 'must be null while status is "pending"' })
       else if (t.completed_at < t.timestamp) issues.push({ path: ['transactions', i, 'completed_at'], message: 'must not be earlier than timestamp' })

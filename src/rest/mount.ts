@@ -1,6 +1,6 @@
 import type { ExecutionResult } from 'graphql'
 import type { Context as HonoContext, Hono } from 'hono'
-import { AppError } from '../core/errors.js'
+import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
@@ -17,6 +17,8 @@ import { pathParamNames, resultError, type RestRoute, type RouteInput } from './
 
 async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>> {
   if (c.req.method !== 'POST') return {}
+  // Spec §4: a JSON body, announced as such (an empty one too); a form or text body is refused unread.
+  if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) throw new AppError('bad_request', 'Content-Type must be application/json.')
   const text = await c.req.text()
   if (text.trim() === '') return {}
   let body: unknown
@@ -39,7 +41,7 @@ async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<Rou
   const all = c.req.queries()
   const query: Record<string, string | undefined> = {}
   for (const [k, v] of Object.entries(all)) {
-    if (v.length > 1) throw new AppError('bad_request', `Query parameter ${k} is given more than once.`)
+    if (v.length > 1) throw new AppError('bad_request', `Query parameter ${quoted(k)} is given more than once.`)
     query[k] = v[0]
   }
   return { params: parseParams(route.params, c.req.param()), query: parseParams(route.query, query), body: await readBody(c) }
@@ -72,7 +74,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
       const body = JSON.stringify(route.shape(result.data, input))
       return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: c.req.routePath }
     }
-    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
+    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
 
     app.on(route.method, route.path, async (c) => {
       if (shared?.enabled) {
@@ -86,7 +88,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
           if (background) {
             const detached = new Request(c.req.url, { headers: c.req.raw.headers })
             const deadline = c.get('deadline')?.detached()
-            return compute(c, detached, { requestId: c.get('requestId'), deadline })
+            return compute(c, detached, { requestId: c.get('requestId'), deadline, rest: true })
               .catch((e: unknown) => {
                 if (!(e instanceof AppError)) logger.error({ err: e, path: c.req.path }, 'background refresh of a cached answer failed')
                 return undefined

@@ -28,7 +28,8 @@ export interface Allocation {
 export type Position = Allocation
 
 export interface Composition {
-  asOf: Date
+  /** Null while the vault has no snapshot (and no positions). */
+  asOf: Date | null
   positions: Position[]
 }
 

@@ -1,5 +1,7 @@
 import DataLoader from 'dataloader'
 import { prisma, type Db } from '../db/client.js'
+import type { Vault } from '../generated/prisma/client.js'
+import type { VaultListFilter, VaultPageRequest } from './list.js'
 import {
   type Allocation,
   assembleSeries,
@@ -165,4 +167,24 @@ export function compositionLoaders() {
       { cacheKeyFn: (k) => `${k.timeframe} ${k.groupBy} ${k.now.toISOString()} ${k.vaultId}` },
     ),
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The vault list
+
+/** One page of the vault list in id order (keyset on the primary key), and whether more lie beyond it. */
+export async function findVaultPage(filter: VaultListFilter, page: VaultPageRequest): Promise<{ rows: Vault[]; more: boolean }> {
+  const forward = page.direction === 'forward'
+  const rows = await prisma.vault.findMany({
+    where: {
+      chain: filter.chain ?? undefined,
+      status: filter.status ?? undefined,
+      ...(page.from === null ? {} : { id: forward ? { gt: page.from } : { lt: page.from } }),
+    },
+    orderBy: { id: forward ? 'asc' : 'desc' },
+    take: page.size + 1,
+  })
+  const more = rows.length > page.size
+  const kept = rows.slice(0, page.size)
+  return { rows: forward ? kept : kept.reverse(), more }
 }

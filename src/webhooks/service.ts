@@ -1,7 +1,8 @@
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { systemClock, type Clock } from '../core/clock.js'
 import { badRequest, notFound } from '../core/errors.js'
+import { cursorCodec, isCursorMs, REST_CURSOR } from '../core/signed-cursor.js'
 import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { checkWebhookUrl, OutboundRefused, type OutboundPolicy } from './outbound.js'
@@ -132,27 +133,10 @@ function describeIssue(error: z.ZodError): string {
   return `${path}: ${issue.message}`
 }
 
-// The cursor is an integrity check, as for the transaction history: a cursor we did not issue, or
-// one issued for another endpoint or status filter, is a 400 rather than a different page.
-const CURSOR_KEY = createHash('sha256').update('vaultgate webhook-deliveries cursor v1').digest()
-const b64 = (data: Buffer | string) => Buffer.from(data).toString('base64url')
-const cursorMac = (body: string) => createHmac('sha256', CURSOR_KEY).update(body).digest().subarray(0, 16)
-
-function encodeCursor(scope: string, createdAt: Date, id: string): string {
-  const body = b64(JSON.stringify([1, new Date(createdAt).getTime(), id, scope]))
-  return `${body}.${b64(cursorMac(body))}`
-}
-
-function decodeCursor(cursor: string, scope: string): { createdAt: Date; id: string } {
-  const invalid = () => badRequest('cursor is not a cursor this service issued for this list; pass next_cursor exactly as received.')
-  const [body, tag, ...rest] = cursor.split('.')
-  if (cursor.length > 512 || !body || !tag || rest.length > 0) throw invalid()
-  const given = Buffer.from(tag, 'base64url')
-  if (given.length !== 16 || !timingSafeEqual(given, cursorMac(body))) throw invalid()
-  const [version, ms, id, forScope] = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as unknown[]
-  if (version !== 1 || typeof ms !== 'number' || typeof id !== 'string' || !UUID.test(id) || forScope !== scope) throw invalid()
-  return { createdAt: new Date(ms), id }
-}
+// The cursor is an integrity check, as for the other lists (core/signed-cursor.ts): a cursor we
+// did not issue is a 400, and so is one issued for another endpoint or status filter, rather than
+// a different page.
+const cursors = cursorCodec('webhook-deliveries', 1, 'endpoint or status filter')
 
 export function createWebhookService(options: WebhookServiceOptions): WebhookService {
   const { prisma, secrets, policy } = options
@@ -226,8 +210,10 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status))
         throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(', ')}.`)
       await endpointRow(endpointId)
-      const scope = `${endpointId}:${status ?? ''}`
-      const after = cursor === undefined ? null : decodeCursor(cursor, scope)
+      const filter = [endpointId, status ?? null]
+      const position =
+        cursor === undefined ? null : cursors.decode(filter, cursor, ([ms, id]) => isCursorMs(ms) && typeof id === 'string' && UUID.test(id), REST_CURSOR)
+      const after = position ? { createdAt: new Date(position[0] as number), id: position[1] as string } : null
       const rows = await deliveryPage(prisma, endpointId, { status: (status as WebhookDeliveryStatus | undefined) ?? null, after, take: limit + 1 })
       const page = rows.slice(0, limit)
       const attempts = await attemptsOf(
@@ -237,7 +223,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       const last = page.at(-1)
       return {
         items: page.map((r) => deliveryView(r, attempts.get(r.id) ?? [])),
-        next_cursor: rows.length > limit && last ? encodeCursor(scope, last.created_at, last.id) : null,
+        next_cursor: rows.length > limit && last ? cursors.encode(filter, [new Date(last.created_at).getTime(), last.id]) : null,
       }
     },
 

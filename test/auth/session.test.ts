@@ -147,7 +147,7 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
         const message =
           typeof keyPrefix === 'string'
             ? 'keyPrefix must be 1 to 32 characters: a letter or digit, then letters, digits, "_" or "-".'
-            : 'keyPrefix must be a string.'
+            : 'keyPrefix must be a string; leave it out for the default prefix.'
         expect(await res.json()).toEqual(errorBody('bad_request', message))
       }
       expect(await t.db.prisma.apiKey.count()).toBe(0)
@@ -159,24 +159,29 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
       expect(await getKey(t, bearer(token, { 'x-service-wallet': W2.replace('0x', '0X') }))).toMatchObject({ status: 400 })
     })
 
-    it('gives GraphQL the same codes in extensions.code, and the same HTTP statuses', async () => {
+    it('gives GraphQL the same codes in extensions.code, with 200 since the answer carries data (GraphQL over HTTP)', async () => {
       const q = '{ apiKey { id } }'
-      const cases: [Record<string, string>, string, number][] = [
-        [{}, 'unauthorized', 401],
-        [bearer(await session({ wallets: [W3] })), 'not_whitelisted', 403],
-        [bearer(await session({ wallets: [W1, W2] })), 'wallet_required', 400],
-        [bearer(await session({ wallets: [] })), 'wallet_required', 403],
-        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }), 'wallet_not_connected', 403],
-        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': 'nope' }), 'bad_request', 400],
+      // `apiKey` is nullable: the answer's data is {apiKey: null}, so it is 200 however the caller
+      // was refused (clients such as Apollo drop the whole answer of a non-2xx); REST keeps 401/403/400.
+      const cases: [Record<string, string>, string][] = [
+        [{}, 'unauthorized'],
+        [bearer(await session({ wallets: [W3] })), 'not_whitelisted'],
+        [bearer(await session({ wallets: [W1, W2] })), 'wallet_required'],
+        [bearer(await session({ wallets: [] })), 'wallet_required'],
+        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': W2 }), 'wallet_not_connected'],
+        [bearer(await session({ wallets: [W1] }), { 'x-service-wallet': 'nope' }), 'bad_request'],
       ]
-      for (const [headers, code, status] of cases) {
+      for (const [headers, code] of cases) {
         const r = await t.graphql(q, {}, headers)
-        expect(r.status).toBe(status)
+        expect(r.status).toBe(200)
         expect(r.body.data).toEqual({ apiKey: null })
         expect(r.body.errors).toHaveLength(1)
         expect(r.body.errors[0].extensions.code).toBe(code)
       }
+      // A mutation whose result is non-null has no data left when it fails: its own status stays.
       const bad = await t.graphql('mutation { createApiKey(keyPrefix: "-no") { id } }', {}, bearer(await session({ wallets: [W1] })))
+      expect(bad.status).toBe(400)
+      expect(bad.body).toMatchObject({ data: null })
       expect(bad.body.errors[0].extensions.code).toBe('bad_request')
     })
   })

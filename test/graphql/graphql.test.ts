@@ -45,7 +45,7 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
     const res = await t.request('/nope')
     expect(res.status).toBe(404)
     const body = await res.json()
-    expect(body).toEqual({ status: 'error', error: { code: 'not_found', message: 'No route for GET /nope.' }, server_time_ms: expect.any(Number) })
+    expect(body).toEqual({ status: 'error', error: { code: 'not_found', message: 'No route for GET "/nope".' }, server_time_ms: expect.any(Number) })
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
   })
 

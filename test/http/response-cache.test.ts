@@ -88,7 +88,7 @@ describe(`response cache (${testBackend})`, () => {
   it('shows an import through the admin API on the very next read (REST and GraphQL)', async () => {
     expect((await getVault('cache-b')).body.tvl).toBe('200')
     const before = await graphql(VAULT_QUERY, { id: 'cache-b' })
-    expect(before.body).toEqual({ data: { vault: { id: 'cache-b', tvl: '200', composition: null } } })
+    expect(before.body).toEqual({ data: { vault: { id: 'cache-b', tvl: '200', composition: { asOf: null, positions: [] } } } })
     expect((await graphql(VAULT_QUERY, { id: 'cache-b' })).statements).toEqual([])
 
     const generation = t.app.responseCache.ticket()

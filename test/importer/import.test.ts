@@ -71,7 +71,7 @@ const tx = (id: string, fields: Record<string, unknown> = {}) => ({
   shares: '99.5',
   timestamp: '2026-11-20T10:00:00.000Z',
   completed_at: '2026-11-20T10:00:30.000Z',
-  tx_hash: `0x${id.padStart(64, '0')}`,
+  tx_hash: `0x${Buffer.from(id).toString('hex').padStart(64, '0')}`,
   ...fields,
 })
 
@@ -192,7 +192,7 @@ describe(`import (${testBackend})`, () => {
         shares: HUGE,
         timestamp: '2026-11-20T10:00:00.000Z',
         completedAt: '2026-11-20T10:00:30.000Z',
-        txHash: `0x${'t1'.padStart(64, '0')}`,
+        txHash: `0x${Buffer.from('t1').toString('hex').padStart(64, '0')}`,
       },
       {
         id: 't2',
@@ -204,7 +204,7 @@ describe(`import (${testBackend})`, () => {
         shares: '5',
         timestamp: '2026-11-21T11:59:59.999Z',
         completedAt: null,
-        txHash: `0x${'t2'.padStart(64, '0')}`,
+        txHash: `0x${Buffer.from('t2').toString('hex').padStart(64, '0')}`,
       },
       {
         id: 't3',
@@ -216,7 +216,7 @@ describe(`import (${testBackend})`, () => {
         shares: '2.4',
         timestamp: '2026-11-20T10:00:00.000Z',
         completedAt: '2026-11-20T10:00:30.000Z',
-        txHash: `0x${'t3'.padStart(64, '0')}`,
+        txHash: `0x${Buffer.from('t3').toString('hex').padStart(64, '0')}`,
       },
     ])
 
@@ -360,6 +360,23 @@ describe(`import (${testBackend})`, () => {
       'a completion time on a pending transaction',
       { transactions: [tx('x1', { status: 'pending' })] },
       'transactions[0].completed_at: must be null while status is "pending"',
+    ],
+    [
+      'a completed transaction without a completion time',
+      { transactions: [tx('x1', { completed_at: null })] },
+      'transactions[0].completed_at: is required when status is "completed"',
+    ],
+    [
+      'a transaction hash that is not 0x and 64 hex digits',
+      { transactions: [tx('x1', { tx_hash: '0xabc' })] },
+      'transactions[0].tx_hash: must be 0x followed by 64 hex digits',
+    ],
+    [
+      'a snapshot whose pct values do not sum to 100',
+      {
+        compositions: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', positions: [position('aave', 'USDC', 60), position('morpho', 'USDC', 39.98)] }],
+      },
+      'compositions[0].positions: pct values must sum to 100 (± 0.01); they sum to 99.98',
     ],
     ['a NUL character', { vaults: [{ ...fullVault, name: 'a\u0000b' }] }, 'vaults[0].name: must not contain NUL characters'],
     [

@@ -60,7 +60,7 @@ describe(`/admin/allowlist (${testBackend})`, () => {
     })
     expect(await admin('PUT', `/${W1}`, '{"notes":"x"}')).toEqual({
       status: 400,
-      body: error('bad_request', 'Unknown field notes; the body may only hold "note".'),
+      body: error('bad_request', 'Unknown field "notes"; the body may only hold "note".'),
     })
     expect((await admin('PUT', `/${W1}`, '{"note":5}')).status).toBe(400)
     expect(await admin('GET', '', undefined, 'wrong-token-0123456789')).toEqual({

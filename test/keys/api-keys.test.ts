@@ -57,7 +57,7 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
   })
 
   it('accepts an empty body, no body, or a keyPrefix; the raw key splits at its last "_"', async () => {
-    const noBody = await t.request('/v1/apiKey', { method: 'POST', headers: await t.session([W1]) })
+    const noBody = await t.request('/v1/apiKey', { method: 'POST', headers: { ...(await t.session([W1])), 'content-type': 'application/json' } })
     expect(noBody.status).toBe(200)
     expect((await noBody.json()).data.keyPrefix).toBe('vaultgate')
     for (const keyPrefix of ['x', 'my-bot_1', 'A'.repeat(32), '0_-_']) {
@@ -67,7 +67,26 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
       const cut = body.data.apiKey.lastIndexOf('_')
       expect([body.data.apiKey.slice(0, cut), body.data.apiKey.slice(cut + 1).length]).toEqual([keyPrefix, 44])
     }
-    expect((await t.create(W1, { keyPrefix: null })).body.data.keyPrefix).toBe('vaultgate')
+  })
+
+  it('refuses keyPrefix: null (leave it out for the default) and a body not sent as application/json', async () => {
+    expect(await t.create(W1, { keyPrefix: null })).toMatchObject({
+      status: 400,
+      body: {
+        status: 'error',
+        error: { code: 'bad_request', message: 'keyPrefix must be a string; leave it out for the default prefix.' },
+        server_time_ms: expect.any(Number),
+      },
+    })
+    for (const contentType of [undefined, 'text/plain', 'application/x-www-form-urlencoded']) {
+      const res = await t.request('/v1/apiKey', {
+        method: 'POST',
+        headers: { ...(await t.session([W1])), ...(contentType ? { 'content-type': contentType } : {}) },
+        body: '{}',
+      })
+      expect(res.status, contentType).toBe(400)
+      expect((await res.json()).error, contentType).toEqual({ code: 'bad_request', message: 'Content-Type must be application/json.' })
+    }
   })
 
   it('rejects bodies that are not a JSON object with only keyPrefix', async () => {
@@ -77,7 +96,7 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
       return { status: res.status, body: await res.json() }
     }
     const bad = (message: string) => ({ status: 400, body: { status: 'error', error: { code: 'bad_request', message }, server_time_ms: expect.any(Number) } })
-    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field key_prefix; the body may only hold "keyPrefix".'))
+    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field "key_prefix"; the body may only hold "keyPrefix".'))
     expect(await post('{nope')).toEqual(bad('The request body is not valid JSON.'))
     expect(await post('["x"]')).toEqual(bad('The request body must be a JSON object.'))
     expect(await t.db.prisma.apiKey.count()).toBe(0)

@@ -61,7 +61,12 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
       message: 'A valid internal token is required (Authorization: Bearer <INTERNAL_TOKEN>).',
     })
     expect((await post('{"apiKey":"x"}', '')).status).toBe(401)
-    expect((await post('{"apiKey":42}')).body.error).toEqual({ code: 'bad_request', message: 'apiKey must be a non-empty string.' })
+    expect((await post('{"apiKey":42}')).body.error).toEqual({ code: 'bad_request', message: 'apiKey must be a string.' })
+    // An empty key is a key nobody holds: unknown, as the README says, not a malformed request.
+    expect(await post('{"apiKey":""}')).toEqual({
+      status: 200,
+      body: { status: 'ok', data: { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }, server_time_ms: expect.any(Number) },
+    })
     expect((await post('[]')).status).toBe(400)
     expect((await post('nope')).body.error).toEqual({ code: 'bad_request', message: 'The request body must be JSON: {"apiKey":"…"}.' })
     expect((await post(JSON.stringify({ apiKey: 'x'.repeat(5000) }))).body.error).toEqual({

@@ -142,7 +142,8 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/v1/vaults/${fullVault.id}/composition`, status: 200 },
       { path: `/v1/vaults/${fullVault.id}/composition?group_by=asset`, status: 200 },
       { path: `/v1/vaults/${fullVault.id}/composition?group_by=chain`, status: 400 },
-      { path: '/v1/vaults/beta-eth/composition', status: 404 },
+      { path: '/v1/vaults/beta-eth/composition', status: 200 },
+      { path: '/v1/vaults/nope/composition', status: 404 },
       { path: series, status: 200 },
       { path: `${series}?timeframe=7d&group_by=asset`, status: 200 },
       { path: '/v1/vaults/beta-eth/composition/series?timeframe=all', status: 200 },
@@ -187,7 +188,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
     cases.push(
       { path: '/internal/v1/apiKey/verify', init: await verify(created.body.data.apiKey), status: 200 },
       { path: '/internal/v1/apiKey/verify', init: await verify('vaultgate_unknown'), status: 200 },
-      { path: '/internal/v1/apiKey/verify', init: await verify(''), status: 400 },
+      { path: '/internal/v1/apiKey/verify', init: await verify(42), status: 400 },
       { path: '/internal/v1/apiKey/verify', init: await verify('x', 'wrong-token-of-enough-length'), status: 401 },
       { app: noAdmin, path: '/internal/v1/apiKey/verify', init: await verify('x'), status: 404 },
       { path: '/admin/allowlist', init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },

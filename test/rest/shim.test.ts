@@ -82,7 +82,7 @@ describe(`REST shim (${testBackend})`, () => {
     expect((await bad.json()).error).toEqual({ code: 'bad_request', message: 'fail was given.' })
     const twice = await get('/probe/v1?x=1&x=2')
     expect(twice.status).toBe(400)
-    expect((await twice.json()).error).toEqual({ code: 'bad_request', message: 'Query parameter x is given more than once.' })
+    expect((await twice.json()).error).toEqual({ code: 'bad_request', message: 'Query parameter "x" is given more than once.' })
     const empty = await get('/probe/v1?echo=')
     expect(empty.status).toBe(400)
     expect((await empty.json()).error).toEqual({ code: 'bad_request', message: 'echo must not be empty.' })

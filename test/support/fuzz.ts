@@ -68,8 +68,20 @@ export async function violation(
   return undefined
 }
 
-/** Strings that tend to break parsers: empty, huge, control characters, bad escapes, lookalikes. */
+/**
+ * Page cursors we did not issue: Pothos' own format with a number or a string where an id belongs,
+ * our format with a forged or truncated MAC, and a raw API key pasted in (it must come back nowhere).
+ */
+export const forgedCursor = fc.oneof(
+  fc.integer().map((n) => Buffer.from(`GPC:N:${n}`).toString('base64')),
+  fc.string({ maxLength: 20 }).map((id) => Buffer.from(`GPC:S:${id}`).toString('base64')),
+  fc.tuple(fc.base64String({ maxLength: 60 }), fc.base64String({ maxLength: 30 })).map(([a, b]) => `${a.replace(/=/g, '')}.${b.replace(/=/g, '')}`),
+  fc.constantFrom('WzEsIngiLCJhIl0.AAAAAAAAAAAAAAAAAAAAAA', 'vaultgate_3yQnC7ZxHBkBk9SXxTbmmBsmXPYCpeHvHXSLS4Rz9Gf5', '.', 'a.b.c'),
+)
+
+/** Strings that tend to break parsers: empty, huge, control characters, bad escapes, lookalikes, forged cursors. */
 export const nastyString = fc.oneof(
+  forgedCursor,
   fc.constantFrom(
     '',
     ' ',

@@ -34,5 +34,6 @@ export function txDoc(
   id: string,
   fields: Omit<ImportTransaction, 'id' | 'tx_hash' | 'completed_at' | 'shares'> & Partial<ImportTransaction>,
 ): ImportTransaction {
-  return { id, tx_hash: `0x${Buffer.from(id).toString('hex').padStart(64, '0')}`, completed_at: null, shares: fields.amount, ...fields }
+  const completed_at = fields.status === 'completed' ? fields.timestamp : null
+  return { id, tx_hash: `0x${Buffer.from(id).toString('hex').padStart(64, '0').slice(-64)}`, completed_at, shares: fields.amount, ...fields }
 }

@@ -128,14 +128,15 @@ describe(`composition (${testBackend})`, () => {
       expect(await get('/v1/vaults/cash/composition')).toEqual({ status: 200, body: { as_of: '2026-11-21T08:00:00.000Z', positions: [] } })
     })
 
-    it('answers 404 not_found for a vault without a snapshot yet (or only later ones), and null over GraphQL', async () => {
+    it('answers 200 with as_of null and no positions for a vault without a snapshot yet (or only later ones), REST and GraphQL alike', async () => {
       for (const id of ['empty', 'later']) {
-        expect(await get(`/v1/vaults/${id}/composition`)).toEqual({
-          status: 404,
-          body: errorBody('not_found', `Vault "${id}" has no composition snapshot yet.`),
+        expect(await get(`/v1/vaults/${id}/composition`)).toEqual({ status: 200, body: { as_of: null, positions: [] } })
+        expect((await t.graphql(`{ vault(id: "${id}") { id composition { asOf positions { platform } } } }`)).body).toEqual({
+          data: { vault: { id, composition: { asOf: null, positions: [] } } },
         })
-        expect((await t.graphql(`{ vault(id: "${id}") { id composition { asOf } } }`)).body).toEqual({ data: { vault: { id, composition: null } } })
       }
+      // An unknown vault is still 404.
+      expect((await get('/v1/vaults/nope/composition')).status).toBe(404)
     })
 
     it('costs one statement for the vault and one for its snapshot', async () => {
@@ -282,7 +283,7 @@ describe(`composition (${testBackend})`, () => {
       expect(await get('/v1/vaults/mix/composition/series?timeframe=P7D')).toEqual({ status: 400, body: timeframe })
       expect(await get('/v1/vaults/mix/composition/series?timeframe=7d&timeframe=30d')).toEqual({
         status: 400,
-        body: errorBody('bad_request', 'Query parameter timeframe is given more than once.'),
+        body: errorBody('bad_request', 'Query parameter "timeframe" is given more than once.'),
       })
     })
 

@@ -192,10 +192,13 @@ describe(`vault reads (${testBackend})`, () => {
         ['limit=201', 'limit must be an integer from 1 to 200.'],
         ['limit=abc', 'limit must be an integer from 1 to 200.'],
         ['limit=1.5', 'limit must be an integer from 1 to 200.'],
+        ['limit=050', 'limit must be an integer from 1 to 200.'],
         ['status=open', 'status must be one of "active", "paused", "closed".'],
         ['chain=', 'chain must not be empty.'],
         ['cursor=', 'cursor must not be empty.'],
-        ['cursor=not-a-cursor', 'Invalid cursor: it is not one this server issued for this list.'],
+        ['cursor=not-a-cursor', 'cursor is not a cursor this service issued; pass next_cursor exactly as received.'],
+        // Pothos' own cursor format, forged: a number where an id belongs (once a 500, and logged).
+        [`cursor=${Buffer.from('GPC:N:1').toString('base64')}`, 'cursor is not a cursor this service issued; pass next_cursor exactly as received.'],
       ]
       for (const [query, message] of cases) {
         const res = await t.request(`/v1/vaults?${query}`)
@@ -209,7 +212,9 @@ describe(`vault reads (${testBackend})`, () => {
         ['first: 201', 'first must be an integer from 1 to 200.'],
         ['first: 0', 'first must be an integer from 1 to 200.'],
         ['last: 500', 'last must be an integer from 1 to 200.'],
-        ['after: "bogus"', 'Invalid cursor: it is not one this server issued for this list.'],
+        ['after: "bogus"', 'after is not a cursor this service issued; pass pageInfo.endCursor exactly as received.'],
+        [`after: "${Buffer.from('GPC:N:1').toString('base64')}"`, 'after is not a cursor this service issued; pass pageInfo.endCursor exactly as received.'],
+        ['first: 2, before: "x"', 'Use first with after, or last with before, not both.'],
       ]) {
         const { body } = await t.graphql(`{ vaults(${args}) { edges { node { id } } } }`)
         expect(body, args).toEqual({ data: null, errors: [{ message, locations: expect.any(Array), path: ['vaults'], extensions: { code: 'bad_request' } }] })

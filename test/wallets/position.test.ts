@@ -134,11 +134,11 @@ describe(`position summary (${testBackend})`, () => {
   })
 
   it('answers 404 for an unknown vault and for a wallet that never completed a deposit there', async () => {
-    expect(await summary(A, 'nope')).toEqual(notFound('Vault nope not found.'))
-    expect(await summary(A, 's4')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault s4.`))
-    expect(await summary(A_MIXED, 's5')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault s5.`))
+    expect(await summary(A, 'nope')).toEqual(notFound('Vault "nope" not found.'))
+    expect(await summary(A, 's4')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault "s4".`))
+    expect(await summary(A_MIXED, 's5')).toEqual(notFound(`Wallet ${A} has no completed deposit in vault "s5".`))
     expect(await summary('0x0000000000000000000000000000000000000001', 's1')).toEqual(
-      notFound('Wallet 0x0000000000000000000000000000000000000001 has no completed deposit in vault s1.'),
+      notFound('Wallet 0x0000000000000000000000000000000000000001 has no completed deposit in vault "s1".'),
     )
   })
 
@@ -152,7 +152,7 @@ describe(`position summary (${testBackend})`, () => {
     expect(unknown.body).toEqual({
       data: { user: { position: null } },
       errors: [
-        expect.objectContaining({ message: 'Vault nope not found.', path: ['user', 'position'], extensions: expect.objectContaining({ code: 'not_found' }) }),
+        expect.objectContaining({ message: 'Vault "nope" not found.', path: ['user', 'position'], extensions: expect.objectContaining({ code: 'not_found' }) }),
       ],
     })
   })

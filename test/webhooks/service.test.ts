@@ -193,7 +193,7 @@ describe('webhook deliveries', () => {
     const page = await service.listDeliveries(endpoint.id, { limit: 1 })
     expect(await failure(service.listDeliveries(other.id, { cursor: page.next_cursor! }))).toMatchObject({
       code: 'bad_request',
-      message: expect.stringContaining('cursor is not a cursor this service issued'),
+      message: 'cursor was issued for a different endpoint or status filter; start again from the first page.',
     })
     expect(await failure(service.listDeliveries(endpoint.id, { cursor: page.next_cursor!, status: 'dead' }))).toMatchObject({ code: 'bad_request' })
     expect(await failure(service.listDeliveries(endpoint.id, { cursor: 'garbage' }))).toMatchObject({ code: 'bad_request' })

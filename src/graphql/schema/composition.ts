@@ -1,5 +1,28 @@
 import { builder } from '../builder.js'
-import { groupAllocations, type Composition as CompositionShape, type GroupBy, type Position, type Series, type Timeframe } from '../../vaults/composition.js'
+import { cost } from '../cost.js'
+import {
+  groupAllocations,
+  TIMEFRAME_BUCKETS,
+  type Composition as CompositionShape,
+  type GroupBy,
+  type Position,
+  type Series,
+  type Timeframe,
+} from '../../vaults/composition.js'
+
+/**
+ * Points of a series by timeframe, for the cost limit: the GraphQL name (literal or variable) or the
+ * internal value (a default). `all`, and a variable that was not sent, count ten years of weeks, the
+ * largest plausible length; a value that is no timeframe at all counts 1 (the request is refused
+ * when its variables are read, before anything runs).
+ */
+export function timeframeBuckets(timeframe: unknown): number {
+  if (timeframe === undefined) return 520
+  const byName: Record<string, Timeframe> = { P7D: '7d', P30D: '30d', P1Y: '1y', ALL: 'all' }
+  const value = typeof timeframe === 'string' ? (byName[timeframe] ?? timeframe) : undefined
+  if (!value || !(value in TIMEFRAME_BUCKETS)) return 1
+  return TIMEFRAME_BUCKETS[value as Timeframe].count ?? 520
+}
 
 export const CompositionGroupBy = builder.enumType('CompositionGroupBy', {
   description: 'How allocations are grouped.',
@@ -35,7 +58,7 @@ export const CompositionPosition = builder.objectRef<Position>('CompositionPosit
 export const Composition = builder.objectRef<CompositionShape>('Composition').implement({
   description: "A vault's current composition: its latest snapshot, grouped.",
   fields: (t) => ({
-    asOf: t.expose('asOf', { type: 'DateTime', description: 'When the snapshot was taken.' }),
+    asOf: t.expose('asOf', { type: 'DateTime', nullable: true, description: 'When the snapshot was taken; null while the vault has none.' }),
     positions: t.field({ type: [CompositionPosition], description: 'Sorted by pct desc, then name.', resolve: (c) => c.positions }),
   }),
 })
@@ -62,11 +85,11 @@ builder.prismaObjectField('Vault', 'composition', (t) =>
   t.field({
     type: Composition,
     nullable: true,
-    description: 'The latest composition snapshot, grouped; null while the vault has none.',
+    description: 'The latest composition snapshot, grouped; `asOf` null and no positions while the vault has none.',
     args: { groupBy: t.arg({ type: CompositionGroupBy, required: true, defaultValue: 'platform' }) },
     resolve: async (vault, args, ctx) => {
       const snapshot = await ctx.loaders.latestSnapshot.load({ vaultId: vault.id, now: ctx.now })
-      return snapshot && { asOf: snapshot.asOf, positions: groupAllocations(snapshot.allocations, args.groupBy) }
+      return snapshot ? { asOf: snapshot.asOf, positions: groupAllocations(snapshot.allocations, args.groupBy) } : { asOf: null, positions: [] }
     },
   }),
 )
@@ -75,6 +98,8 @@ builder.prismaObjectField('Vault', 'compositionSeries', (t) =>
   t.field({
     type: CompositionSeries,
     description: 'Group weights over a window ending now.',
+    // One point per bucket: the bucket count is what a series costs.
+    extensions: cost((args) => timeframeBuckets(args.timeframe)),
     args: {
       timeframe: t.arg({ type: CompositionTimeframe, required: true, defaultValue: '30d' }),
       groupBy: t.arg({ type: CompositionGroupBy, required: true, defaultValue: 'platform' }),

@@ -1,6 +1,6 @@
 import { builder } from '../builder.js'
 import { isOpen, type PositionSummary } from '../../wallets/position.js'
-import { notFound } from '../../core/errors.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { positionsOf } from '../../wallets/store.js'
 import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as PendingRedeemsShape } from '../../wallets/store.js'
 import { TransactionTypeEnum } from './transaction.js'
@@ -64,7 +64,7 @@ builder.objectFields(User, (t) => ({
     args: { vaultId: t.arg.id({ required: true }) },
     resolve: async (user, args, ctx) => {
       const result = await ctx.loaders.position.load({ address: user.address, vaultId: args.vaultId })
-      if (result === undefined) throw notFound(`Vault ${args.vaultId} not found.`)
+      if (result === undefined) throw notFound(`Vault ${quoted(args.vaultId)} not found.`)
       return result
     },
   }),

@@ -1,8 +1,10 @@
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { builder } from '../builder.js'
+import { cost, pageCost } from '../cost.js'
 import { checkPageSize } from '../../core/page.js'
+import { GRAPHQL_AFTER } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
-import { notFound } from '../../core/errors.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
 import { User } from './user.js'
 
@@ -31,8 +33,11 @@ export const TransactionConnection = builder.connectionObject(
 builder.objectField(User, 'transactions', (t) =>
   t.field({
     type: TransactionConnection,
+    // Nullable: an unknown vault or a bad cursor fails this field alone, not the wallet's other fields.
+    nullable: true,
     description:
       "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
+    extensions: cost(pageCost),
     args: {
       vaultId: t.arg.id({ required: true }),
       type: t.arg({ type: TransactionTypeEnum, description: 'Only transactions of this type.' }),
@@ -41,11 +46,11 @@ builder.objectField(User, 'transactions', (t) =>
     },
     resolve: async (user, args) => {
       const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
-      const limit = checkPageSize(args.first, 'limit')
-      const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter)
+      const limit = checkPageSize(args.first, 'first')
+      const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
-      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${filter.vaultId} not found.`)
+      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
       const edges = rows.map((row) => ({ cursor: encodeCursor(filter, row), node: row }))
       return {
         edges,

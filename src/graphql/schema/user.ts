@@ -16,7 +16,9 @@ export const User = builder.objectRef<UserShape>('User').implement({
 builder.queryField('user', (t) =>
   t.field({
     type: User,
-    description: 'A wallet by address: 0x followed by 40 hex digits, in any case (a malformed address is a bad_request error).',
+    // Nullable: a malformed address fails this field alone, not the other root fields of the query.
+    nullable: true,
+    description: 'A wallet by address: 0x followed by 40 hex digits, in any case (a malformed address is a bad_request error, and null here).',
     args: { address: t.arg.string({ required: true }) },
     resolve: (_root, args) => ({ address: parseAddress(args.address) }),
   }),

@@ -1,6 +1,9 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
-import { checkPageArgs, PAGE_SIZE } from '../../core/page.js'
+import { PAGE_SIZE } from '../../core/page.js'
+import { cost, pageCost } from '../cost.js'
+import { encodeVaultCursor, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
+import { findVaultPage } from '../../vaults/store.js'
 import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
 
 export const VaultStatusEnum = builder.enumType(VaultStatus, { name: 'VaultStatus' })
@@ -100,28 +103,39 @@ builder.queryField('vault', (t) =>
   }),
 )
 
+export const VaultConnection = builder.connectionObject(
+  { type: Vault, name: 'VaultConnection', edgesNullable: { list: false, items: false }, nodeNullable: false },
+  { name: 'VaultEdge' },
+)
+
 builder.queryField('vaults', (t) =>
-  t.prismaConnection(
-    {
-      type: 'Vault',
-      cursor: 'id',
-      description: `Vaults ordered by id, optionally filtered. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
-      defaultSize: PAGE_SIZE.default,
-      maxSize: PAGE_SIZE.max,
-      args: {
-        chain: t.arg.string({ description: 'Only vaults on this chain.' }),
-        status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
-      },
-      resolve: (query, _root, args) => {
-        checkPageArgs(args)
-        return prisma.vault.findMany({
-          ...query,
-          where: { chain: args.chain ?? undefined, status: args.status ?? undefined },
-          orderBy: { id: 'asc' },
-        })
-      },
+  t.field({
+    type: VaultConnection,
+    description: `Vaults ordered by id, optionally filtered. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
+    extensions: cost(pageCost),
+    args: {
+      chain: t.arg.string({ description: 'Only vaults on this chain.' }),
+      status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
+      before: t.arg.string(),
+      after: t.arg.string(),
+      first: t.arg.int(),
+      last: t.arg.int(),
     },
-    { name: 'VaultConnection' },
-    { name: 'VaultEdge' },
-  ),
+    resolve: async (_root, args) => {
+      const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null }
+      const page = vaultPageRequest(filter, args)
+      const { rows, more } = await findVaultPage(filter, page)
+      const edges = rows.map((node) => ({ cursor: encodeVaultCursor(filter, node.id), node }))
+      const forward = page.direction === 'forward'
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage: forward ? more : page.from !== null,
+          hasPreviousPage: forward ? page.from !== null : more,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      }
+    },
+  }),
 )

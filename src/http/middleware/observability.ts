@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import type { MiddlewareHandler } from 'hono'
 import { logger } from '../../core/log.js'
 import { httpDuration, httpRequests } from '../../core/metrics.js'
-import type { AppEnv } from '../env.js'
+import type { AppEnv, HandOn } from '../env.js'
 
 /** The request's id: the caller's X-Request-Id (at most 128 characters), else a new UUID. */
 export const requestIdOf = (header: string | null | undefined) => header?.slice(0, 128) || randomUUID()
@@ -16,28 +16,23 @@ export function recordRequest(requestId: string, method: string, route: string, 
 }
 
 /**
- * The first middleware: gives the request its id and start time, lets `early` answer it at once
- * (src/http/early-answers.ts; it records its own answers), and otherwise, after the routes, echoes
- * the id in `X-Request-Id` and writes the request's log line and metrics.
+ * The first middleware: gives the request its id and start time, takes over what the early answers
+ * learnt of a request they handed on (src/http/early-answers.ts: its rate-limit verdicts, in Hono's
+ * env), and after the routes echoes the id in `X-Request-Id` and writes the log line and metrics.
  */
-export function requestStart(early?: (c: HonoContext<AppEnv>) => Promise<Response | undefined> | undefined): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const requestId = requestIdOf(c.req.header('x-request-id'))
-    c.set('requestId', requestId)
-    c.set('started', performance.now())
-    const answering = early?.(c)
-    if (answering) {
-      const answer = await answering
-      if (answer) return answer
-    }
-    await next()
-    // On the finished response's headers: c.header() at this point would rebuild the response
-    // around a stream (Hono), which costs more than the rest of a cached answer.
-    try {
-      c.res.headers.set('X-Request-Id', requestId)
-    } catch {
-      c.header('X-Request-Id', requestId) // a response with immutable headers
-    }
-    recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', c.res.status, c.get('started'))
+export const requestStart: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const requestId = requestIdOf(c.req.header('x-request-id'))
+  c.set('requestId', requestId)
+  c.set('started', performance.now())
+  const handOn = (c.env as { handOn?: HandOn } | undefined)?.handOn
+  if (handOn) c.set('counted', { ...handOn.counted })
+  await next()
+  // On the finished response's headers: c.header() at this point would rebuild the response
+  // around a stream (Hono), which costs more than the rest of a cached answer.
+  try {
+    c.res.headers.set('X-Request-Id', requestId)
+  } catch {
+    c.header('X-Request-Id', requestId) // a response with immutable headers
   }
+  recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', c.res.status, c.get('started'))
 }

@@ -2,7 +2,7 @@ import { Hono } from 'hono'
 import { addToAllowlist, listAllowlist, removeFromAllowlist, type AllowlistEntryView } from '../../keys/allowlist.js'
 import { normalizeAddress } from '../../wallets/address.js'
 import type { Clock } from '../../core/clock.js'
-import { badRequest } from '../../core/errors.js'
+import { badRequest, quoted } from '../../core/errors.js'
 import type { AppEnv } from '../env.js'
 
 const entryJson = (e: AllowlistEntryView) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })
@@ -24,7 +24,7 @@ async function note(text: string): Promise<string | undefined> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.')
   const { note, ...rest } = body as Record<string, unknown>
   const unknown = Object.keys(rest)
-  if (unknown.length > 0) throw badRequest(`Unknown field ${unknown[0]}; the body may only hold "note".`)
+  if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "note".`)
   if (note === undefined || note === null) return undefined
   if (typeof note !== 'string' || note.length > 500) throw badRequest('note must be a string of at most 500 characters.')
   return note

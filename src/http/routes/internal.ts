@@ -6,6 +6,7 @@ import type { ApiKeyVerifier } from '../../keys/verifier.js'
 import type { AppEnv } from '../env.js'
 import { smallBodyLimit } from '../middleware/body-limit.js'
 import { requireBearer } from '../middleware/bearer.js'
+import { countOnce } from '../middleware/rate-limit.js'
 import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
 
 /**
@@ -26,7 +27,8 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
     }),
     async (c) => {
       c.header('Cache-Control', 'no-store')
-      return c.body(await verifyAnswer(c, await c.req.text(), verifier, limits), 200, { 'Content-Type': 'application/json' })
+      const count = limits && ((apiKey: string) => countOnce(c, limits, 'verify', apiKey))
+      return c.body(await verifyAnswer(await c.req.text(), verifier, count), 200, { 'Content-Type': 'application/json' })
     },
   )
   return app

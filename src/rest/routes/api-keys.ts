@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { EVM_ADDRESS } from '../../wallets/address.js'
-import { badRequest } from '../../core/errors.js'
+import { badRequest, quoted } from '../../core/errors.js'
 import { KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
 import type { Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
@@ -81,8 +81,9 @@ export const apiKeyRoutes: RestRoute[] = [
       const { keyPrefix, ...rest } = body
       // Strict: a misspelt field (e.g. key_prefix) must not silently give a key with the default prefix.
       const unknown = Object.keys(rest)
-      if (unknown.length > 0) throw badRequest(`Unknown field ${unknown[0]}; the body may only hold "keyPrefix".`)
-      if (keyPrefix !== undefined && keyPrefix !== null && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string.')
+      if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "keyPrefix".`)
+      // `null` is refused like any other non-string: leaving the field out is how to ask for the default.
+      if (keyPrefix !== undefined && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string; leave it out for the default prefix.')
       return { keyPrefix: keyPrefix ?? null }
     },
     response: component('CreateApiKeyResponse', envelope(NewApiKey)),

@@ -2,8 +2,9 @@ import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../../generated/prisma/enums.js'
 import { EVM_ADDRESS, parseAddress } from '../../wallets/address.js'
 import { PAGE_SIZE } from '../../core/page.js'
-import { parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
-import { notFound } from '../../core/errors.js'
+import { REST_CURSOR } from '../../core/signed-cursor.js'
+import { decodeCursor, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
@@ -105,7 +106,11 @@ const transactions = defineRoute({
       }
     }
   }`,
-  variables: ({ params, query }) => ({ address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }),
+  variables: ({ params, query }) => {
+    // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
+    if (query.cursor !== undefined) decodeCursor(query.cursor, { address: params.address, vaultId: params.vault_id, type: query.type ?? null }, REST_CURSOR)
+    return { address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }
+  },
   shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
 
@@ -158,7 +163,7 @@ const summary = defineRoute({
   }`,
   variables: ({ params }) => ({ address: params.address, vaultId: params.vault_id }),
   shape: ({ user: { position: p } }: SummaryData, { params }) => {
-    if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${params.vault_id}.`)
+    if (p === null) throw notFound(`Wallet ${params.address} has no completed deposit in vault ${quoted(params.vault_id)}.`)
     return snakeKeys<SummaryWire>(p)
   },
 })

@@ -2,7 +2,9 @@ import { z } from 'zod'
 import { VaultStatus } from '../../generated/prisma/enums.js'
 import { GROUP_BYS, TIMEFRAMES, type GroupBy, type Timeframe } from '../../vaults/composition.js'
 import { PAGE_SIZE } from '../../core/page.js'
-import { notFound } from '../../core/errors.js'
+import { REST_CURSOR } from '../../core/signed-cursor.js'
+import { decodeVaultCursor } from '../../vaults/list.js'
+import { notFound, quoted } from '../../core/errors.js'
 import { choiceParam, limitParam, segmentParam, textParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
@@ -68,7 +70,7 @@ const VaultList = component(
 const CompositionSchema = component(
   'Composition',
   z.object({
-    as_of: Timestamp.meta({ description: 'When the snapshot was taken.' }),
+    as_of: Timestamp.nullable().meta({ description: 'When the snapshot was taken; null while the vault has none (and `positions` is empty).' }),
     positions: z
       .array(
         component(
@@ -117,7 +119,7 @@ type VaultData = CamelKeys<VaultWire>
 const vaultBody = (v: VaultData) => snakeKeys<VaultWire>(v)
 
 function found<T>(vault: T | null, id: string): T {
-  if (vault === null) throw notFound(`Vault "${id}" was not found.`)
+  if (vault === null) throw notFound(`Vault ${quoted(id)} was not found.`)
   return vault
 }
 
@@ -142,9 +144,7 @@ interface CompositionData {
 }
 
 function compositionBody(data: CompositionData, id: string) {
-  const composition = found(data.vault, id).composition
-  if (composition === null) throw notFound(`Vault "${id}" has no composition snapshot yet.`)
-  return snakeKeys<CompositionWire>(composition)
+  return snakeKeys<CompositionWire>(found(data.vault, id).composition ?? { asOf: null, positions: [] })
 }
 
 interface SeriesData {
@@ -179,7 +179,11 @@ export const vaultRoutes: RestRoute[] = [
     document: `query Vaults($first: Int!, $after: String, $chain: String, $status: VaultStatus) {
       vaults(first: $first, after: $after, chain: $chain, status: $status) { edges { node { ...VaultFields } } pageInfo { hasNextPage endCursor } }
     } ${VAULT_FIELDS}`,
-    variables: ({ query }) => ({ first: query.limit, after: query.cursor, chain: query.chain, status: query.status }),
+    variables: ({ query }) => {
+      // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
+      if (query.cursor !== undefined) decodeVaultCursor({ chain: query.chain ?? null, status: query.status ?? null }, query.cursor, REST_CURSOR)
+      return { first: query.limit, after: query.cursor, chain: query.chain, status: query.status }
+    },
     shape: (data: ListData) => listBody(data),
     response: VaultList,
     errors: ['bad_request'],
@@ -204,7 +208,7 @@ export const vaultRoutes: RestRoute[] = [
     method: 'GET',
     path: '/vaults/:vault_id/composition',
     summary: "Get a vault's current composition",
-    description: 'The latest snapshot at or before now, grouped. A vault without snapshots answers 404.',
+    description: 'The latest snapshot at or before now, grouped. A vault without snapshots answers `as_of: null` and no positions.',
     tags,
     params: vaultParams,
     query: { group_by: groupBy },
