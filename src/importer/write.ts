@@ -219,11 +219,8 @@ async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> 
 }
 
 /**
- * Validates `doc`, then writes it in one transaction: vaults and transactions are upserted by id,
- * composition snapshots by (vault_id, as_of) with their allocations replaced, vault snapshots by
- * (vault_id, as_of); vault records with new live values add a snapshot at `clock()`, and every
- * vault touched ends with its newest snapshot's live values (see above). All or nothing.
- * Returns the rows written (inserted or updated) per kind.
+ * Validates `doc`, then writes it in one transaction (writeImport). All or nothing. Returns the
+ * rows written (inserted or updated) per kind.
  */
 export async function importDocument(
   doc: unknown,
@@ -232,52 +229,70 @@ export async function importDocument(
 ): Promise<ImportCounts> {
   const data = validateImportDocument(doc)
   const importedAt = clock().toISOString()
-  // PGlite has a single connection: everything below must go through `tx`, never `db`.
-  return db.$transaction(
-    async (tx) => {
-      await checkVaultReferences(tx, data)
-      // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
-      const capture = await beginChangeCapture(tx)
-      const counts: ImportCounts = { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 }
-      const vaultRows = JSON.stringify(data.vaults.map(vaultRow))
-      if (data.vaults.length > 0)
-        counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, vaultRows) : await tx.$executeRawUnsafe(VAULT_UPSERT, vaultRows)
-      onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
-      for (const chunk of chunks(data.vault_snapshots, VAULT_SNAPSHOT_CHUNK)) {
-        counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, JSON.stringify(chunk))
-        onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: data.vault_snapshots.length })
-      }
-      if (data.vaults.length > 0) await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt)
-      const touched = [...new Set([...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id)])]
-      if (touched.length > 0) await tx.$executeRawUnsafe(capture?.vaults ? LIVE_VALUES_UPDATE_CAPTURING : LIVE_VALUES_UPDATE, JSON.stringify(touched))
-      for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
-        const json = JSON.stringify(chunk)
-        if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
-        const inserted = await tx.$executeRawUnsafe(SNAPSHOT_INSERT, json)
-        // Only snapshots that already existed can have allocations to replace.
-        if (inserted < chunk.length) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
-        await tx.$executeRawUnsafe(ALLOCATION_INSERT, json)
-        counts.compositions += chunk.length
-        onProgress({ kind: 'compositions', done: counts.compositions, total: data.compositions.length })
-      }
-      let written = 0
-      for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK)) {
-        const json = JSON.stringify(chunk)
-        counts.transactions += capture?.transactions
-          ? await countOf(tx, TRANSACTION_UPSERT_CAPTURING, json)
-          : await tx.$executeRawUnsafe(TRANSACTION_UPSERT, json)
-        written += chunk.length
-        onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
-      }
-      if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
-        await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
-      if (capture) await emitCapturedChanges(tx, capture)
-      // Every gateway process drops the answers it derived from the old data (response caches).
-      await announceDataChange(tx)
-      return counts
-    },
-    { maxWait: 60_000, timeout: 600_000 },
-  )
+  // PGlite has a single connection: everything in writeImport goes through `tx`, never `db`.
+  return db.$transaction((tx) => writeImport(tx, data, { onProgress, importedAt }), { maxWait: 60_000, timeout: 600_000 })
+}
+
+/**
+ * Writes a validated document inside the caller's transaction: vaults and transactions are
+ * upserted by id, composition snapshots by (vault_id, as_of) with their allocations replaced,
+ * vault snapshots by (vault_id, as_of); vault records with new live values add a snapshot at
+ * `importedAt`, and every vault touched ends with its newest snapshot's live values (see above).
+ * Then the webhook events and the change NOTIFY, so they commit (or not) with the caller's other
+ * writes: the chain source (src/sources/store.ts) writes its cursor in the same transaction.
+ */
+export async function writeImport(
+  tx: Tx,
+  data: ImportDocument,
+  { onProgress = () => {}, importedAt }: { onProgress?: (p: ImportProgress) => void; importedAt: string },
+): Promise<ImportCounts> {
+  await checkVaultReferences(tx, data)
+  // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
+  const capture = await beginChangeCapture(tx)
+  const counts: ImportCounts = { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 }
+  const vaultRows = JSON.stringify(data.vaults.map(vaultRow))
+  if (data.vaults.length > 0)
+    counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, vaultRows) : await tx.$executeRawUnsafe(VAULT_UPSERT, vaultRows)
+  onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
+  for (const chunk of chunks(data.vault_snapshots, VAULT_SNAPSHOT_CHUNK)) {
+    counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, JSON.stringify(chunk))
+    onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: data.vault_snapshots.length })
+  }
+  if (data.vaults.length > 0) await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt)
+  await syncLiveValues(tx, [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id)], capture?.vaults ?? false)
+  for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
+    const json = JSON.stringify(chunk)
+    if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
+    const inserted = await tx.$executeRawUnsafe(SNAPSHOT_INSERT, json)
+    // Only snapshots that already existed can have allocations to replace.
+    if (inserted < chunk.length) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
+    await tx.$executeRawUnsafe(ALLOCATION_INSERT, json)
+    counts.compositions += chunk.length
+    onProgress({ kind: 'compositions', done: counts.compositions, total: data.compositions.length })
+  }
+  let written = 0
+  for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK)) {
+    const json = JSON.stringify(chunk)
+    counts.transactions += capture?.transactions ? await countOf(tx, TRANSACTION_UPSERT_CAPTURING, json) : await tx.$executeRawUnsafe(TRANSACTION_UPSERT, json)
+    written += chunk.length
+    onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
+  }
+  if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
+    await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
+  if (capture) await emitCapturedChanges(tx, capture)
+  // Every gateway process drops the answers it derived from the old data (response caches).
+  await announceDataChange(tx)
+  return counts
+}
+
+/**
+ * Sets the live values of `vaultIds` to their newest snapshot's where they differ (decisions §9).
+ * With `capture` (a webhook endpoint wants vault events, beginChangeCapture), a vault whose values
+ * moved is recorded as changed. Also used after snapshots are deleted (a chain reorg).
+ */
+export async function syncLiveValues(tx: Tx, vaultIds: readonly string[], capture: boolean): Promise<void> {
+  if (vaultIds.length === 0) return
+  await tx.$executeRawUnsafe(capture ? LIVE_VALUES_UPDATE_CAPTURING : LIVE_VALUES_UPDATE, JSON.stringify([...new Set(vaultIds)]))
 }
 
 async function countOf(tx: Tx, sql: string, json: string): Promise<number> {
