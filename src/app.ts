@@ -26,6 +26,9 @@ import { watchDataChanges } from './importer/changes.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
+import type { SourcesConfig } from './sources/config.js'
+import { startSourceFollower, type SourceFollower } from './sources/follower.js'
+import { sourcesStatus, type SourceStatus } from './sources/status.js'
 import { createSecretBox } from './webhooks/secrets.js'
 import { createWebhookService, type WebhookService } from './webhooks/service.js'
 import { feedWakeups } from './webhooks/wakeups.js'
@@ -49,6 +52,10 @@ export interface App {
   webhooks: WebhookService
   /** The webhook delivery worker, running unless WEBHOOK_WORKER=false. */
   webhookWorker?: WebhookWorker
+  /** The chain source's follower, when VAULT_SOURCES_FILE is set (it follows once this instance holds its lock). */
+  sourceFollower?: SourceFollower
+  /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
+  sourcesStatus(): Promise<SourceStatus[]>
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -67,11 +74,14 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
+  sources,
 }: {
   config: Config
   db: Database
   clock?: Clock
   examples?: ExampleIds | Promise<ExampleIds | undefined>
+  /** The parsed VAULT_SOURCES_FILE (src/server.ts reads it before the database is opened): the chains to follow. */
+  sources?: SourcesConfig
   /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
 }): App {
@@ -114,6 +124,18 @@ export function createApp({
       })
     : undefined
   webhookWorker?.start()
+
+  // The chain source (docs/spec/decisions.md §12): one instance at a time follows the chains (a
+  // session advisory lock on PostgreSQL; embedded PGlite belongs to this one process). Its writes
+  // go through the importer, so webhooks and the change NOTIFY come with them.
+  const sourceFollower = sources
+    ? startSourceFollower({
+        sources,
+        db: db.prisma,
+        lock: db.pool ? { connection: { ...db.pool.options } } : undefined,
+        onDataChanged: () => responseCache.clear(),
+      })
+    : undefined
 
   const app = new Hono<AppEnv>()
   // The request's id, log line and metrics.
@@ -178,12 +200,15 @@ export function createApp({
     responseCache,
     webhooks,
     webhookWorker,
+    sourceFollower,
+    sourcesStatus: () => sourcesStatus(db.prisma, sources),
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },
     close: async () => {
+      await sourceFollower?.stop()
       await webhookWorker?.stop()
       stopSqlObservation()
       limits.close()

@@ -15,6 +15,7 @@ import { packageRoot } from './core/paths.js'
 import { createProgress } from './core/progress.js'
 import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { normalizeAddress } from './wallets/address.js'
+import { loadSourcesFile, SourcesConfigError } from './sources/config.js'
 import { BootError, prepareDatabase, startGateway, unreachableDatabase } from './server.js'
 import { prisma } from './db/client.js'
 import {
@@ -92,6 +93,10 @@ export const commands = {
     summary: 'Load a JSON document {"vaults":[…],"compositions":[…],"transactions":[…]} in one transaction.',
   },
   webhooks: { usage: WEBHOOKS_USAGE, summary: WEBHOOKS_SUMMARY },
+  sources: {
+    usage: 'vaultgate sources check [FILE]',
+    summary: 'Check a sources file (default VAULT_SOURCES_FILE), its chains and its contracts before they are followed; writes nothing.',
+  },
 } as const satisfies Record<string, { usage: string; summary: string }>
 
 /**
@@ -110,6 +115,14 @@ export async function checkedConfig(source: Record<string, string | undefined>):
   if (source.AUTH_JWKS_FILE) {
     const problem = jwksFileProblem(source.AUTH_JWKS_FILE)
     if (problem) problems.push(problem)
+  }
+  if (config?.sourcesFile) {
+    try {
+      await loadSourcesFile(config.sourcesFile)
+    } catch (e) {
+      if (!(e instanceof SourcesConfigError)) throw e
+      problems.push(...e.issues.map((issue) => `VAULT_SOURCES_FILE: ${issue}`))
+    }
   }
   // The database is asked whenever DATABASE_URL and its timeout are valid, whatever else is wrong.
   let database: Extract<Config['storage'], { mode: 'postgres' }> | undefined
@@ -299,6 +312,23 @@ async function webhooksCommand(command: WebhooksCommand): Promise<void> {
   for (const line of lines) out(line)
 }
 
+/**
+ * `sources check [FILE]`: the file's problems, then what each chain and contract answers (src/sources/check.ts),
+ * one finding a line. Needs no database. Exit code 1 when the follower would leave something out.
+ */
+async function sourcesCheckCommand(file: string | undefined, command: Command): Promise<void> {
+  const target = file ?? (process.env.VAULT_SOURCES_FILE || undefined)
+  if (!target) command.error('sources check needs a FILE, or VAULT_SOURCES_FILE set.', { exitCode: 2 })
+  const { checkSources } = await import('./sources/check.js')
+  const findings = await checkSources(target!)
+  const width = Math.max(...findings.map((f) => f.level.length))
+  for (const f of findings) out(`${f.level.padEnd(width)}  ${f.path}: ${f.message}`)
+  const errors = findings.filter((f) => f.level === 'error').length
+  const warnings = findings.filter((f) => f.level === 'warning').length
+  if (errors > 0) throw new BootError(`${target}: ${errors} error(s), ${warnings} warning(s); the follower would leave out what the errors name.`)
+  out(`${target}: ready to follow (${warnings} warning(s)).`)
+}
+
 function rootHelp(): string {
   const width = Math.max(...Object.values(commands).map((c) => c.usage.length))
   return [
@@ -431,6 +461,21 @@ export function createProgram(): Command {
     })
     .option('--cursor <cursor>', "the previous page's cursor (printed after a full page)")
     .action((id: string, options: { status?: string; limit?: number; cursor?: string }) => webhooksCommand({ action: 'deliveries', id, ...options }))
+  const sources = program
+    .command('sources')
+    .description(commands.sources.summary)
+    .usage('check [FILE]')
+    .argument('[action]')
+    .action((action: string | undefined) => {
+      if (action === undefined) sources.error('sources needs check.', { exitCode: 2 })
+      const near = ['check'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
+      sources.error(`unknown sources action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
+    })
+  sources
+    .command('check')
+    .description('Validate the file, then ask each chain (chain id, head, Multicall3) and each vault (ERC-4626 reads, ERC-7540 if so configured).')
+    .argument('[file]', 'the sources file (default: VAULT_SOURCES_FILE)')
+    .action((file: string | undefined, _options: unknown, command: Command) => sourcesCheckCommand(file, command))
   // A usage error points at the help of the command it is about.
   const pointToHelp = (cmd: Command, name: string) => {
     for (const sub of cmd.commands) {

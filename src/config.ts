@@ -208,6 +208,11 @@ const env = z.object({
   WEBHOOK_WORKER: optionalBool,
   WEBHOOK_CONCURRENCY: int(4, 1, 256),
   WEBHOOK_POLL_MS: int(2000, 50, 600_000),
+  // The chain source (README "Following vaults on chain").
+  VAULT_SOURCES_FILE: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v)),
 })
 
 /** Every environment variable the configuration reads (.env.example and the deploy files are checked against it). */
@@ -296,6 +301,8 @@ export interface Config {
     /** The longest the worker sleeps without a notification (it also wakes on every NOTIFY). */
     pollMs: number
   }
+  /** The sources file (decisions §12): the chains and vaults to follow; unset = no chain source. */
+  sourcesFile: string | undefined
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -368,5 +375,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       concurrency: e.WEBHOOK_CONCURRENCY,
       pollMs: e.WEBHOOK_POLL_MS,
     },
+    sourcesFile: e.VAULT_SOURCES_FILE,
   }
 }

@@ -13,6 +13,7 @@ import { exampleIdsFromHints } from './graphql/examples.js'
 import { logger } from './core/log.js'
 import { silentProgress, type Progress } from './core/progress.js'
 import { upsertAllowlist } from './keys/allowlist.js'
+import { loadSourcesFile, SourcesConfigError, type SourcesConfig } from './sources/config.js'
 
 /** A failure to boot, with one sentence for the operator (no stack trace). */
 export class BootError extends Error {
@@ -89,9 +90,21 @@ export async function prepareDatabase(
   }
 }
 
+/** VAULT_SOURCES_FILE, validated; a problem is a BootError listing each one with its JSON path. */
+async function readSources(file: string): Promise<SourcesConfig> {
+  try {
+    return await loadSourcesFile(file)
+  } catch (e) {
+    if (e instanceof SourcesConfigError) throw new BootError(e.message)
+    throw e
+  }
+}
+
 /** `progress`: where to show the long steps of a first start (migrations, demo data). */
 export async function startGateway(config: Config, { progress = silentProgress }: { progress?: Progress } = {}): Promise<RunningGateway> {
   const started = performance.now()
+  // The sources file is checked before anything is opened or written.
+  const sources = config.sourcesFile ? await readSources(config.sourcesFile) : undefined
   // The HTTP and GraphQL modules load while the database opens (file reads and PGlite's
   // WebAssembly compilation overlap): they are most of the time of a start that has nothing to migrate.
   const appModule = import('./app.js')
@@ -120,7 +133,7 @@ export async function startGateway(config: Config, { progress = silentProgress }
       hints.catch(() => {})
     }
     const { createApp } = await appModule
-    app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined) })
+    app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined), sources })
     await app.ready
     const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
     await new Promise<void>((resolve, reject) => {

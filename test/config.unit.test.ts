@@ -73,6 +73,12 @@ describe('configuration', () => {
     expect(c.webhooks).toEqual({ secretKeys: [key, Buffer.alloc(32, 4)], requireHttps: true, allowPrivate: true, worker: false, concurrency: 8, pollMs: 500 })
   })
 
+  it('follows the chains of VAULT_SOURCES_FILE when it is set, and none otherwise', () => {
+    expect(loadConfig({}).sourcesFile).toBeUndefined()
+    expect(loadConfig({ VAULT_SOURCES_FILE: '' }).sourcesFile).toBeUndefined()
+    expect(loadConfig({ VAULT_SOURCES_FILE: './sources.json' }).sourcesFile).toBe('./sources.json')
+  })
+
   it('refuses webhook settings it does not understand, naming each', () => {
     expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'sometimes', WEBHOOK_SECRET_KEY: 'short', WEBHOOK_CONCURRENCY: '0' })).toThrow(
       [

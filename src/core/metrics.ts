@@ -124,3 +124,46 @@ export const rateLimitDecisions = new Counter({
   labelNames: ['bucket', 'result'] as const,
   registers: [registry],
 })
+
+// The chain source (src/sources/follower.ts), labelled by the sources file's chain names. Set on
+// the instance that follows the chains (one at a time; vaultgate_source_follower says which).
+export const sourceFollower = new Gauge({
+  name: 'vaultgate_source_follower',
+  help: '1 on the instance following the chains of VAULT_SOURCES_FILE (it holds the lock), 0 on the others.',
+  registers: [registry],
+})
+
+export const sourceHeadBlock = new Gauge({
+  name: 'vaultgate_source_head_block',
+  help: "The chain's newest block, as its node last answered.",
+  labelNames: ['chain'] as const,
+  registers: [registry],
+})
+
+export const sourceSyncedBlock = new Gauge({
+  name: 'vaultgate_source_synced_block',
+  help: 'The newest block recorded for every vault of the chain.',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+})
+
+export const sourceLagBlocks = new Gauge({
+  name: 'vaultgate_source_lag_blocks',
+  help: 'Blocks between the chain head and the newest block recorded for every vault (confirmations included).',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+})
+
+export const sourceRpcFailures = new Counter({
+  name: 'vaultgate_source_rpc_failures_total',
+  help: 'Failed JSON-RPC attempts of the chain source, by chain and whether they were retried.',
+  labelNames: ['chain', 'retried'] as const,
+  registers: [registry],
+})
+
+export const sourceReorgs = new Counter({
+  name: 'vaultgate_source_reorgs_total',
+  help: 'Reorgs deeper than the confirmations that rolled recorded blocks back.',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+})

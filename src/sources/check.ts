@@ -1,7 +1,7 @@
-import type { Transport } from 'viem'
+import { BaseError, type Transport } from 'viem'
 import { erc7540ProbeAbi, ERC7540_ASYNC_REDEEM } from './abi.js'
 import { loadSourcesFile, type SourceChain, type SourcesConfig, SourcesConfigError, type SourceVault } from './config.js'
-import { snapshotOf } from './mapping.js'
+import { snapshotOf, type VaultState } from './mapping.js'
 import { ChainReader, type VaultFacts } from './reader.js'
 import { describeRpcError, type RetryPolicy } from './rpc.js'
 
@@ -13,6 +13,8 @@ export interface Finding {
   /** A JSON path into the file (`chains.mainnet`, `vaults[2]`), or `file`. */
   path: string
   message: string
+  /** The node did not answer (or failed): asking again later may give another answer. */
+  transient?: true
 }
 
 export interface CheckOptions {
@@ -36,19 +38,22 @@ export async function checkSources(file: string, options: CheckOptions = {}): Pr
   const findings: Finding[][] = await Promise.all(
     Object.values(config.chains).map((chain) =>
       checkChain(
-        chain,
+        new ChainReader({ chain, retry: options.retry ?? CHECK_RETRY, transport: options.transport?.(chain) }),
         config.vaults.map((v, i) => [v, i] as const).filter(([v]) => v.chain === chain.name),
-        options,
       ),
     ),
   )
   return findings.flat()
 }
 
-async function checkChain(chain: SourceChain, vaults: (readonly [SourceVault, number])[], options: CheckOptions): Promise<Finding[]> {
+/**
+ * Checks one chain and its vaults (`[vault, index in the file]`) through `reader`: the chain id,
+ * then each contract. The follower runs the same checks before it reads anything (src/sources/follower.ts).
+ */
+export async function checkChain(reader: ChainReader, vaults: readonly (readonly [SourceVault, number])[]): Promise<Finding[]> {
+  const chain = reader.chain
   const path = `chains.${chain.name}`
   const out: Finding[] = []
-  const reader = new ChainReader({ chain, retry: options.retry ?? CHECK_RETRY, transport: options.transport?.(chain) })
   let head: bigint
   try {
     const id = await reader.client.getChainId()
@@ -58,8 +63,9 @@ async function checkChain(chain: SourceChain, vaults: (readonly [SourceVault, nu
     }
     head = await reader.headNumber()
   } catch (e) {
-    out.push({ level: 'error', path: `${path}.rpc_url`, message: `the node does not answer: ${describeRpcError(e)}` })
-    for (const [, i] of vaults) out.push({ level: 'error', path: `vaults[${i}]`, message: `not checked: chain "${chain.name}" does not answer` })
+    out.push({ level: 'error', path: `${path}.rpc_url`, message: `the node does not answer: ${describeRpcError(e)}`, transient: true })
+    for (const [, i] of vaults)
+      out.push({ level: 'error', path: `vaults[${i}]`, message: `not checked: chain "${chain.name}" does not answer`, transient: true })
     return out
   }
   try {
@@ -95,16 +101,19 @@ async function checkVault(reader: ChainReader, vault: SourceVault, path: string,
         out.push({ level: 'warning', path: `${path}.from_block`, message: 'is before the contract was deployed: the blocks before it are read for nothing' })
     }
   } catch (e) {
-    return [{ level: 'error', path, message: `not checked: ${describeRpcError(e)}` }]
+    return [{ level: 'error', path, message: `not checked: ${describeRpcError(e)}`, transient: true }]
   }
 
   let facts: VaultFacts
+  let state: VaultState | Error
   try {
     facts = await reader.vaultFacts(vault.address, head)
+    state = (await reader.readStates([{ facts }], head)).get(facts.address)!
   } catch (e) {
+    // The reader answers a call that reverts with an Error of its own; viem's errors are the node's.
+    if (e instanceof BaseError) return [...out, { level: 'error', path, message: `not checked: ${describeRpcError(e)}`, transient: true }]
     return [...out, { level: 'error', path: `${path}.address`, message: `is not an ERC-4626 vault: ${e instanceof Error ? e.message : String(e)}` }]
   }
-  const state = (await reader.readStates([{ facts }], head)).get(facts.address)!
   if (state instanceof Error) return [...out, { level: 'error', path: `${path}.address`, message: `is not an ERC-4626 vault: ${state.message}` }]
 
   // ERC-7540: ERC-165 says so, or at least the request view answers (not every vault implements ERC-165).

@@ -282,16 +282,19 @@ export interface HeadWatch {
 /**
  * Polls the confirmed head every `poll_interval_ms` and calls `onHead` when it moved; `onHead`
  * finishes before the next poll. A failure (of the poll or of `onHead`) is handed to `onError` and
- * the polling goes on.
+ * the polling goes on, waiting longer after each failure in a row (doubling, with jitter, up to
+ * `maxBackoffMs`) so a node that is down is not asked at the polling rate.
  */
 export function watchConfirmedHead(
   reader: ChainReader,
   handlers: { onHead: (confirmed: bigint) => unknown; onError: (error: unknown) => void },
   intervalMs = reader.chain.poll_interval_ms,
+  { maxBackoffMs = 60_000, random = Math.random }: { maxBackoffMs?: number; random?: () => number } = {},
 ): HeadWatch {
   let stopped = false
   let wake: () => void = () => {}
   let last: bigint | null = null
+  let failures = 0
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -301,12 +304,16 @@ export function watchConfirmedHead(
           // Only once handled: a head whose handling failed is handed over again at the next poll.
           last = confirmed
         }
+        failures = 0
       } catch (e) {
+        failures++
         handlers.onError(e)
       }
       if (stopped) break
+      // interval + random share of (interval × (2^failures − 1)), capped: full jitter on the extra wait.
+      const extra = failures === 0 ? 0 : random() * Math.max(0, Math.min(maxBackoffMs, intervalMs * 2 ** Math.min(failures, 30)) - intervalMs)
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, intervalMs)
+        const timer = setTimeout(resolve, intervalMs + extra)
         wake = () => {
           clearTimeout(timer)
           resolve()
