@@ -321,8 +321,7 @@ async function sourcesCheckCommand(file: string | undefined, command: Command): 
   if (!target) command.error('sources check needs a FILE, or VAULT_SOURCES_FILE set.', { exitCode: 2 })
   const { checkSources } = await import('./sources/check.js')
   const findings = await checkSources(target!)
-  const width = Math.max(...findings.map((f) => f.level.length))
-  for (const f of findings) out(`${f.level.padEnd(width)}  ${f.path}: ${f.message}`)
+  for (const f of findings) out(`${f.level.padEnd('warning'.length)}  ${f.path}: ${f.message}`)
   const errors = findings.filter((f) => f.level === 'error').length
   const warnings = findings.filter((f) => f.level === 'warning').length
   if (errors > 0) throw new BootError(`${target}: ${errors} error(s), ${warnings} warning(s); the follower would leave out what the errors name.`)

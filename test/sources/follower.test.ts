@@ -490,4 +490,38 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     ])
     expect(await registry.getSingleMetricAsString('vaultgate_source_reorgs_total')).toContain('vaultgate_source_reorgs_total{chain="anvil"} 1')
   })
+
+  it('at its start, leaves out a vault the chain contradicts (with the error in the status) and brings the others up to the file', async () => {
+    await follower!.stop()
+    const before = await snapshotRows()
+    const file = sources(5)
+    const renamed = { ...file.vaults[0]!, metadata: { ...file.vaults[0]!.metadata, name: 'Test USD 4626 (renamed)', perf_fee_bps: 900 } }
+    // Not an ERC-7540 vault, whatever the file says.
+    const wrong = { ...file.vaults[0]!, id: 'not-async', kind: 'erc7540' as const, metadata: { ...file.vaults[0]!.metadata, name: 'Not async' } }
+    follower = startSourceFollower({ sources: { ...file, vaults: [renamed, file.vaults[1]!, wrong] }, db: db.prisma, retry: FAST_RETRY })
+    const failed = await until(
+      'the error recorded',
+      async () => (await sourcesStatus(db.prisma, sources(5)))[0]!,
+      (st) => st.last_error?.includes('vaults[2].kind') ?? false,
+    )
+    expect(failed.last_error).toBe(
+      'vaults[2].kind: is "erc7540", but the contract is not an ERC-7540 vault: supportsInterface(0x620ee8e4) is not true and pendingRedeemRequest() does not answer',
+    )
+    await until(
+      'the new name',
+      () => request('/v1/vaults/usd-4626'),
+      (res) => res.body.name === 'Test USD 4626 (renamed)',
+    )
+    expect((await request('/v1/vaults/usd-4626')).body).toMatchObject({ name: 'Test USD 4626 (renamed)', perf_fee_bps: 900, tvl: '1667.049999' })
+    // New metadata is not a new observation of the live values: no snapshot at the wall clock's time.
+    expect(await snapshotRows()).toEqual(before)
+    expect((await request('/v1/vaults/not-async')).status).toBe(404)
+    expect(await db.prisma.$queryRawUnsafe(`SELECT vault_id FROM source_cursors ORDER BY vault_id`)).toEqual([
+      { vault_id: 'usd-4626' },
+      { vault_id: 'usd-7540' },
+    ])
+    // The others are followed on.
+    await chain.mine(1)
+    await syncedTo(await confirmedHead())
+  })
 })
