@@ -156,7 +156,7 @@ export const sourceLagBlocks = new Gauge({
 
 export const sourceRpcFailures = new Counter({
   name: 'vaultgate_source_rpc_failures_total',
-  help: 'Failed JSON-RPC attempts of the chain source, by chain and whether they were retried.',
+  help: 'Failed JSON-RPC requests of the chain source (timeouts, HTTP and node errors; not calls that revert), by chain and whether they were retried.',
   labelNames: ['chain', 'retried'] as const,
   registers: [registry],
 })

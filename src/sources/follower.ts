@@ -171,7 +171,9 @@ class ChainFollower {
       chain,
       transport: deps.transport?.(chain),
       retry: deps.retry,
-      onFailure: (f) => sourceRpcFailures.inc({ chain: chain.name, retried: String(f.willRetry) }),
+      onFailure: (f) => {
+        if (!f.reverted) sourceRpcFailures.inc({ chain: chain.name, retried: String(f.willRetry) })
+      },
     })
     this.fetcher = new LogFetcher(this.reader.client, {
       maxSpan: chain.max_block_range,

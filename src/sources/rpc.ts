@@ -82,6 +82,8 @@ export interface RpcFailure {
   willRetry: boolean
   /** One line, without URLs (an RPC URL often carries an API key). */
   message: string
+  /** The call reverted: the contract's answer, not a failure of the node (probes of optional interfaces do). */
+  reverted?: true
 }
 
 function walk(error: unknown, match: (e: unknown) => boolean): unknown {
@@ -190,7 +192,8 @@ export function rpcLayer(options: RpcLayerOptions): RequestLayer {
         return await next(request)
       } catch (error) {
         const willRetry = attempt < retry.attempts && !isDeterministic(error, request.method)
-        options.onFailure?.({ method: request.method, attempt, willRetry, message: describeRpcError(error) })
+        const reverted = codeOf(error) === 3 || REVERTED.test(textOf(error))
+        options.onFailure?.({ method: request.method, attempt, willRetry, message: describeRpcError(error), ...(reverted ? { reverted: true as const } : {}) })
         if (!willRetry) throw error
         const backoff = random() * Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
         await sleep(Math.min(retry.maxDelayMs, Math.max(backoff, retryAfterMs(error) ?? 0)))

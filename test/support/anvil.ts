@@ -73,16 +73,14 @@ export interface Anvil {
 /**
  * Starts anvil on a free port (anvil picks it: `--port 0`) with a fixed genesis time, and resolves
  * once it answers JSON-RPC. Block times are deterministic: `anvil_setBlockTimestampInterval` makes
- * every block BLOCK_TIME seconds after the previous one.
+ * every block BLOCK_TIME seconds after the previous one. With `realTime` (scripts/chain-demo.ts),
+ * blocks carry the wall clock's time instead.
  */
-export async function startAnvil(timeoutMs = 20_000): Promise<Anvil> {
-  const child = spawn(
-    ANVIL_BIN,
-    ['--host', '127.0.0.1', '--port', '0', '--timestamp', String(GENESIS_TIME), '--chain-id', String(CHAIN_ID), '--accounts', '6'],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
+export async function startAnvil(timeoutMs = 20_000, { realTime = false }: { realTime?: boolean } = {}): Promise<Anvil> {
+  const timing = realTime ? [] : ['--timestamp', String(GENESIS_TIME)]
+  const child = spawn(ANVIL_BIN, ['--host', '127.0.0.1', '--port', '0', ...timing, '--chain-id', String(CHAIN_ID), '--accounts', '6'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   const port = await new Promise<number>((resolve, reject) => {
@@ -126,7 +124,7 @@ export async function startAnvil(timeoutMs = 20_000): Promise<Anvil> {
     }
     await new Promise((r) => setTimeout(r, 50))
   }
-  await rpc(url, 'anvil_setBlockTimestampInterval', [BLOCK_TIME])
+  if (!realTime) await rpc(url, 'anvil_setBlockTimestampInterval', [BLOCK_TIME])
   const accounts = ((await rpc(url, 'eth_accounts', [])) as string[]).map((a) => a.toLowerCase() as Address)
   return {
     url,

@@ -122,6 +122,12 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
   const syncedTo = (block: bigint) => until(`synced to ${block}`, status, (s) => s.synced_block !== null && s.synced_block >= Number(block))
   const confirmedHead = async () => (await chain.blockNumber()) - 2n
 
+  /** A counter's value for the anvil chain (0 when it has none yet). */
+  const rpcFailures = async (retried: 'true' | 'false') =>
+    (await registry.getSingleMetric('vaultgate_source_rpc_failures_total')!.get()).values.find(
+      (v) => v.labels.chain === 'anvil' && v.labels.retried === retried,
+    )?.value ?? 0
+
   async function transactionRows(): Promise<ImportTransaction[]> {
     return db.prisma.$queryRawUnsafe(
       `SELECT id, vault_id, tx_hash, to_char(timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS timestamp, address, type::text, status::text,
@@ -385,6 +391,9 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     const failing = await until('the failure recorded', status, (s) => s.last_error !== null)
     expect(failing.last_error).toMatch(/node restarting/)
     expect(failing.last_error).not.toContain(anvil.url)
+    // Each request was tried twice (FAST_RETRY): a retried attempt, then the one given up.
+    expect(await rpcFailures('true')).toBeGreaterThan(0)
+    expect(await rpcFailures('false')).toBeGreaterThan(0)
     node.down = false
 
     await chain.fund(eve, vault, usd(42)) // 29, 30
@@ -494,6 +503,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
   it('at its start, leaves out a vault the chain contradicts (with the error in the status) and brings the others up to the file', async () => {
     await follower!.stop()
     const before = await snapshotRows()
+    const failuresBefore = [await rpcFailures('true'), await rpcFailures('false')]
     const file = sources(5)
     const renamed = { ...file.vaults[0]!, metadata: { ...file.vaults[0]!.metadata, name: 'Test USD 4626 (renamed)', perf_fee_bps: 900 } }
     // Not an ERC-7540 vault, whatever the file says.
@@ -516,6 +526,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     // New metadata is not a new observation of the live values: no snapshot at the wall clock's time.
     expect(await snapshotRows()).toEqual(before)
     expect((await request('/v1/vaults/not-async')).status).toBe(404)
+    // The probes that revert (pendingRedeemRequest of a vault without it) are answers, not node failures.
+    expect([await rpcFailures('true'), await rpcFailures('false')]).toEqual(failuresBefore)
     expect(await db.prisma.$queryRawUnsafe(`SELECT vault_id FROM source_cursors ORDER BY vault_id`)).toEqual([
       { vault_id: 'usd-4626' },
       { vault_id: 'usd-7540' },
