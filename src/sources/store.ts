@@ -155,7 +155,7 @@ export class CursorMovedError extends Error {
 /**
  * Writes one range of blocks for a group of vaults in one transaction: moves their cursors to
  * `block` (only from the cursors the range started from: compare and set, first, so a concurrent
- * writer waits on the rows and then finds them moved), writes the records through the importer,
+ * writer waits on the rows and then finds them moved), writes the records (if any) through the importer,
  * journals the range and forgets journal rows older than JOURNAL_BLOCKS, and records the chain's
  * head for /v1/status.
  */
@@ -190,7 +190,10 @@ export async function writeRange(
       const done = new Set(moved.map((m) => m.vault_id))
       throw new CursorMovedError(input.vaults.map((v) => v.vaultId).filter((id) => !done.has(id)))
     }
-    const counts = await writeImport(tx, input.document, { importedAt: at })
+    const { document } = input
+    // A range without records (most blocks) writes only the cursors and journal: no change to announce.
+    const empty = document.vaults.length + document.vault_snapshots.length + document.transactions.length + document.compositions.length === 0
+    const counts = empty ? { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 } : await writeImport(tx, document, { importedAt: at })
     await tx.$executeRawUnsafe(
       `INSERT INTO source_journal (vault_id, from_block, to_block, to_hash, previous_block_number, previous_block_hash, previous_block_timestamp,
          previous_progress, inserted_transactions, completed_transactions, snapshot_times, created_at)

@@ -4,6 +4,7 @@ import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { registry } from '../../src/core/metrics.js'
 import type { Database } from '../../src/db/client.js'
+import { watchDataChanges } from '../../src/importer/changes.js'
 import type { ImportTransaction } from '../../src/importer/document.js'
 import { parseSourcesConfig, type SourcesConfig } from '../../src/sources/config.js'
 import { startSourceFollower, type SourceFollower } from '../../src/sources/follower.js'
@@ -387,6 +388,10 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
   })
 
   it('follows new blocks as they come, through a node that fails for a while', async () => {
+    // Every instance hears of a range that recorded something (caches, subscriptions), and only of those.
+    let notified = 0
+    const feed = watchDataChanges(db.changes, { onChange: () => notified++, onLive: () => {} })
+    await feed.ready
     node.down = true
     const failing = await until('the failure recorded', status, (s) => s.last_error !== null)
     expect(failing.last_error).toMatch(/node restarting/)
@@ -412,6 +417,12 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       },
     ])
     expect((await request('/v1/vaults/usd-4626')).body).toMatchObject({ tvl: '1660.049999', share_price: '1.011531' })
+    await until(
+      'the change announced',
+      async () => notified,
+      (n) => n > 0,
+    )
+    notified = 0
     const recovered = await status()
     expect(recovered.last_success_at! > recovered.last_error_at!).toBe(true)
 
@@ -428,6 +439,9 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       `[rpc load] following block by block: ${withoutPolls} requests besides eth_blockNumber polls for ${blocks} blocks (2 vaults) = ${(withoutPolls / blocks).toFixed(2)} per block`,
       perMethod,
     )
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await feed.stop()
+    expect(notified).toBe(0) // ranges without records announce nothing
     // per new block: the cursor block's header (still the chain's?), eth_getLogs, the new block's header
     expect(node.counts.get('eth_getLogs')).toBe(blocks)
     expect(node.counts.get('eth_getBlockByNumber')).toBe(2 * blocks)
