@@ -81,8 +81,34 @@ export const MAX_ECHO = 128
  * proxies its answers pass through.
  */
 export function quoted(value: string): string {
-  if (value.length > MAX_ECHO || /[A-Za-z0-9]{40,}/.test(value)) return `(a value of ${value.length} characters, not repeated here)`
-  return JSON.stringify(value)
+  return repeatable(value) ? JSON.stringify(value) : withheld(value)
+}
+
+const repeatable = (value: string) => value.length <= MAX_ECHO && !/[A-Za-z0-9]{40,}/.test(value)
+const withheld = (value: string) => `(a value of ${value.length} characters, not repeated here)`
+
+/** A client-supplied name (a path segment, a GraphQL alias) as a log field may hold it: itself, unless quoted() would withhold it. */
+export const echoSafe = (value: string): string => (repeatable(value) ? value : withheld(value))
+
+/**
+ * A message written by someone else (graphql-js, PostgreSQL, a driver) that may repeat client
+ * values: every double-quoted value quoted() would withhold, and every run of more than MAX_ECHO
+ * non-space characters, is replaced by its length. graphql-js quotes what it repeats
+ * (`Variable "$x" got invalid value "…"`), as does PostgreSQL (`invalid input syntax for type
+ * uuid: "…"`); unquoted runs catch the rest (a long number literal, an object key, a pasted key).
+ */
+export function withoutLongEchoes(message: string): string {
+  return message
+    .replace(/"(?:[^"\\]|\\.)*"/g, (literal) => {
+      let value: string
+      try {
+        value = JSON.parse(literal) as string
+      } catch {
+        value = literal.slice(1, -1)
+      }
+      return repeatable(value) ? literal : withheld(value)
+    })
+    .replace(new RegExp(`[^\\s]{${MAX_ECHO + 1},}|[A-Za-z0-9]{40,}`, 'g'), withheld)
 }
 
 export const badRequest = (message: string) => new AppError('bad_request', message)

@@ -80,6 +80,25 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
     expect((await post(small, { query: '{ vault(id: "v00") { id } }' })).body).toEqual({ data: { vault: { id: 'v00' } } })
   })
 
+  it('measures answers that carry an error too: a bad-argument field does not take a large query past GRAPHQL_MAX_RESPONSE_BYTES', async () => {
+    const q = '{ user(address: "nope") { address } vaults(first: 12) { edges { node { id name description apiEndpoint contract { address } } } } }'
+    const res = await post(small, { query: q })
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({
+      errors: [
+        {
+          message: 'The answer would be larger than 1024 bytes (GRAPHQL_MAX_RESPONSE_BYTES); ask for fewer fields, fewer aliases or smaller pages.',
+          extensions: { code: 'bad_request' },
+        },
+      ],
+    })
+    // A small answer with an error passes, with its data and its error.
+    const ok = await post(small, { query: '{ user(address: "nope") { address } vault(id: "v00") { id } }' })
+    expect(ok.status).toBe(200)
+    expect(ok.body.data).toEqual({ user: null, vault: { id: 'v00' } })
+    expect(ok.body.errors[0].extensions.code).toBe('bad_request')
+  })
+
   it('answers 200 when the answer carries data, keeping the good part next to the error of a bad argument', async () => {
     const res = await post(t, { query: '{ vault(id: "v01") { id } user(address: "nope") { address } }' })
     expect(res.status).toBe(200)
@@ -172,5 +191,33 @@ describe(`error messages and client values (${testBackend})`, () => {
     expect(JSON.stringify(graphql.body)).not.toContain(key)
     // Short, ordinary values are still named.
     expect((await (await t.request('/v1/vaults/nope')).json()).error.message).toBe('Vault "nope" was not found.')
+  })
+
+  it("withhold a bad variable's value longer than 128 characters, a pasted key, a long literal or a long name in graphql-js' own messages", async () => {
+    const key = 'vaultgate_3yQnC7ZxHBkBk9SXxTbmmBsmXPYCpeHvHXSLS4Rz9Gf5'
+    const long = 'y'.repeat(5000)
+    const answers = [
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: long }),
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: key }),
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: { [long]: 1 } }),
+      await t.graphql(`query Q($tf: CompositionTimeframe!) { vault(id: "v") { compositionSeries(timeframe: $tf) { labels } } }`, { tf: long }),
+      await t.graphql(`{ vaults(first: "${long}") { edges { cursor } } }`),
+      await t.graphql(`{ vaults(first: ${'9'.repeat(300)}) { edges { cursor } } }`),
+      await t.graphql(`{ vault(id: "v") { ${long} } }`),
+    ]
+    for (const [i, a] of answers.entries()) {
+      const text = JSON.stringify(a.body)
+      expect(text, String(i)).not.toContain('y'.repeat(129))
+      expect(text, String(i)).not.toContain('9'.repeat(129))
+      expect(text, String(i)).not.toContain(key)
+      expect(a.body.errors[0].extensions.code, String(i)).toBe('bad_request')
+      expect(a.body.errors[0].message, String(i)).toMatch(/\(a value of \d+ characters, not repeated here\)/)
+    }
+    expect(answers[0]!.body.errors[0].message).toBe(
+      'Variable "$n" got invalid value (a value of 5000 characters, not repeated here); Int cannot represent non-integer value: (a value of 5000 characters, not repeated here)',
+    )
+    // A short value is still named.
+    const short = await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: 'ten' })
+    expect(short.body.errors[0].message).toBe('Variable "$n" got invalid value "ten"; Int cannot represent non-integer value: "ten"')
   })
 })
