@@ -83,6 +83,7 @@ export function createApp({
     prisma: db.prisma,
     clock,
     cacheTtlMs: config.apiKeyCacheTtlMs,
+    lookupTimeoutMs: config.pool.connectTimeoutMs,
     changes: db.changes,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
   })
@@ -123,6 +124,9 @@ export function createApp({
   app.use('*', responseHeaders(config))
   app.use('/graphql', explainNotAcceptable)
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
+  // The verifier gives up on the database at DB_CONNECT_TIMEOUT_MS (src/keys/verifier.ts); this is
+  // the backstop for anything else an internal request could wait on.
+  app.use('/internal/*', answerWithin(config.pool.connectTimeoutMs + 500, 'API key state cannot be checked right now; refuse the key and retry shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
     app.use(
       path,

@@ -242,7 +242,19 @@ export interface Config {
   redisUrl: string | undefined
   logLevel: string
   /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
-  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number; preparedStatements?: boolean }
+  pool: {
+    max: number
+    connectTimeoutMs: number
+    idleTimeoutMs: number
+    statementTimeoutMs: number
+    preparedStatements?: boolean
+    /**
+     * How long the client waits for any answer to a statement before it drops the connection (a
+     * network partition, where statement_timeout never arrives): a request's deadline plus the
+     * connect timeout, so the request always answers first. Unset with DB_STATEMENT_TIMEOUT_MS=0.
+     */
+    queryTimeoutMs?: number
+  }
   shutdownTimeoutMs: number
   /** After SIGTERM, how long to keep serving (with /readyz at 503) before closing the listener. */
   shutdownDelayMs: number
@@ -328,6 +340,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       idleTimeoutMs: e.DB_IDLE_TIMEOUT_MS,
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
       preparedStatements: e.DB_PREPARED_STATEMENTS ?? true,
+      queryTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS ? Math.max(e.DB_STATEMENT_TIMEOUT_MS, e.REQUEST_TIMEOUT_MS) + e.DB_CONNECT_TIMEOUT_MS : undefined,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS >= 0 ? e.SHUTDOWN_DELAY_MS : defaultShutdownDelayMs(e.NODE_ENV === 'production'),

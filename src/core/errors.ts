@@ -131,14 +131,18 @@ export function isUnavailableError(error: unknown): boolean {
     )
       return true
     if (name === 'DriverAdapterError' && typeof message === 'string' && /connect|timeout|terminat|closed/i.test(message)) return true
+    // The driver adapter's verdict (a DriverAdapterError's cause, or Prisma's P2010 meta for raw queries).
+    const kind = (e as { kind?: unknown }).kind
+    if (typeof kind === 'string' && /^(ConnectionClosed|DatabaseNotReachable|SocketTimeout|TooManyConnections)$/.test(kind)) return true
     if (
       typeof message === 'string' &&
-      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error)/i.test(
+      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error|Server has closed the connection|Query read timeout|Client was closed and is not queryable)/i.test(
         message,
       )
     )
       return true
-    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
+    const next = e as { cause?: unknown; originalError?: unknown; meta?: { driverAdapterError?: unknown } }
+    e = next.cause ?? next.originalError ?? next.meta?.driverAdapterError
   }
   return false
 }

@@ -115,6 +115,12 @@ function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMig
   }
 }
 
+/**
+ * The pool behind Prisma in postgres mode. In a network partition the server neither answers nor
+ * refuses: `statement_timeout` is the server's and never arrives, so the client gives up on its own
+ * (`query_timeout`, Config.pool.queryTimeoutMs, after which the connection is dropped) and TCP
+ * keep-alive finds dead peers under idle pooled connections.
+ */
 export function createPool(url: string, pool: Config['pool']): pg.Pool {
   return new pg.Pool({
     connectionString: url,
@@ -122,6 +128,8 @@ export function createPool(url: string, pool: Config['pool']): pg.Pool {
     connectionTimeoutMillis: pool.connectTimeoutMs,
     idleTimeoutMillis: pool.idleTimeoutMs,
     statement_timeout: pool.statementTimeoutMs || undefined,
+    query_timeout: pool.queryTimeoutMs,
+    keepAlive: true,
     application_name: 'vaultgate',
   })
 }

@@ -60,12 +60,16 @@ export class TcpProxy {
     })
   }
 
-  /** Refuses new connections and kills the open ones. */
-  async cut(): Promise<void> {
+  /**
+   * Refuses new connections and kills the open ones: closed (FIN), or with `reset` aborted (RST, the
+   * client reads ECONNRESET), as a crashed server or a middlebox dropping the connection does.
+   */
+  async cut({ reset = false }: { reset?: boolean } = {}): Promise<void> {
     this.held = []
     const server = this.server
     this.server = undefined
-    for (const s of this.sockets) s.destroy()
+    for (const s of this.sockets) if (reset) s.resetAndDestroy()
+    else s.destroy()
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
   }
 
