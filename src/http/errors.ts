@@ -1,5 +1,6 @@
 import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { CLIENT_CLOSED_REQUEST } from '../core/deadlines.js'
 import { AppError, echoSafe, errorBody, toAppError } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { errorsByCode } from '../core/metrics.js'
@@ -14,7 +15,8 @@ export function clientError(error: unknown, where: { requestId: string; path: st
   if (!(error instanceof AppError)) {
     logger.error({ err: error, requestId: where.requestId, path: echoSafe(where.path) }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
   }
-  errorsByCode.inc({ code: app.code })
+  // A client that went away (status 499) is in the request line, not among the errors.
+  if (app.status !== CLIENT_CLOSED_REQUEST) errorsByCode.inc({ code: app.code })
   return { app, headers: (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers ?? {} }
 }
 

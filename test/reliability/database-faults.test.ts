@@ -1,6 +1,9 @@
+import http, { type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
+import { createAdaptorServer } from '@hono/node-server'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db/client.js'
@@ -311,5 +314,63 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     expect(errors).toEqual(['API key verification unavailable'])
     expect(lines.filter((l) => l.msg === 'request').map((l) => l.status)).toEqual([503])
     await expectHealthy('database back after the failed verification')
+  })
+
+  it('logs a client that went away before its answer at info, counted with status 499, never as a 500 with a stack', async () => {
+    const lines: Record<string, any>[] = []
+    setLogger(
+      createLogger(
+        'info',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            lines.push(JSON.parse(String(chunk)))
+            done()
+          },
+        }),
+      ),
+    )
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const metric = async (route: string) => {
+      const text = await (await call('/metrics')).text()
+      const line = text.split('\n').find((l) => l.startsWith('vaultgate_http_requests_total{') && l.includes(`route="${route}"`) && l.includes('status="499"'))
+      return Number(line?.split(' ').pop() ?? 0)
+    }
+    const before = { rest: await metric('/v1/vaults/:vault_id'), graphql: await metric('/graphql') }
+    try {
+      // Every packet to the database waits 1.5 s: both requests are still waiting when their clients leave.
+      proxy.delay(1500)
+      const leave = (path: string, init: http.RequestOptions, body?: string) =>
+        new Promise<void>((resolve) => {
+          const req = http.request({ host: '127.0.0.1', port, path, ...init })
+          req.on('error', () => resolve())
+          req.end(body)
+          setTimeout(() => {
+            req.destroy()
+            resolve()
+          }, 300)
+        })
+      await Promise.all([
+        leave('/v1/vaults/v1', { method: 'GET' }),
+        leave('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' } }, JSON.stringify({ query: '{ vault(id: "v2") { id } }' })),
+      ])
+      // Until both requests have finished on the server side.
+      await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request' && l.route !== '/metrics')).toHaveLength(2), { timeout: 10_000, interval: 100 })
+    } finally {
+      proxy.restore()
+      setLogger(createLogger('silent'))
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+    const answered = lines.filter((l) => l.msg === 'request' && l.route !== '/metrics').map((l) => ({ route: l.route, status: l.status, level: l.level }))
+    expect(answered.sort((a, b) => a.route.localeCompare(b.route))).toEqual([
+      { route: '/graphql', status: 499, level: 30 },
+      { route: '/v1/vaults/:vault_id', status: 499, level: 30 },
+    ])
+    // Errors: none (the slow statements still waiting on the database are warned of, as always).
+    expect(lines.filter((l) => l.level >= 50 || (l.level >= 40 && l.msg !== 'slow SQL statement'))).toEqual([])
+    expect(JSON.stringify(lines)).not.toContain('"stack"')
+    expect({ rest: await metric('/v1/vaults/:vault_id'), graphql: await metric('/graphql') }).toEqual({ rest: before.rest + 1, graphql: before.graphql + 1 })
+    await expectHealthy('database fast again after the clients left')
   })
 })

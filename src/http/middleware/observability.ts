@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
+import { CLIENT_CLOSED_REQUEST } from '../../core/deadlines.js'
 import { logger } from '../../core/log.js'
 import { httpDuration, httpRequests } from '../../core/metrics.js'
 import type { AppEnv, HandOn } from '../env.js'
@@ -26,7 +27,14 @@ export const requestStart: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set('started', performance.now())
   const handOn = (c.env as { handOn?: HandOn } | undefined)?.handOn
   if (handOn) c.set('counted', { ...handOn.counted })
-  await next()
+  try {
+    await next()
+  } catch (e) {
+    // Yoga rejects with the client's abort reason (a string, which Hono's onError never sees) when
+    // the client goes away: nobody is there to answer.
+    if (!c.get('deadline')?.clientGone) throw e
+    c.res = new Response(null, { status: CLIENT_CLOSED_REQUEST })
+  }
   // On the finished response's headers: c.header() at this point would rebuild the response
   // around a stream (Hono), which costs more than the rest of a cached answer.
   try {
@@ -34,5 +42,6 @@ export const requestStart: MiddlewareHandler<AppEnv> = async (c, next) => {
   } catch {
     c.header('X-Request-Id', requestId) // a response with immutable headers
   }
-  recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', c.res.status, c.get('started'))
+  const status = c.get('deadline')?.clientGone ? CLIENT_CLOSED_REQUEST : c.res.status
+  recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', status, c.get('started'))
 }
