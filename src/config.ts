@@ -135,6 +135,7 @@ const env = z.object({
   AUTH_JWKS_FILE: z.string().min(1).optional(),
   AUTH_ISSUER: z.string().min(1).optional(),
   AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_MAX_TOKEN_AGE_S: int(86_400, 0, 31_536_000),
   AUTH_REQUIRED_SCOPE: z
     .string()
     .optional()
@@ -237,6 +238,8 @@ export interface Config {
     audience: string | undefined
     /** Scopes the token's `scope` claim must all hold (e.g. Dynamic's `user:basic`); empty = no check. */
     requiredScopes: string[]
+    /** Oldest `iat` accepted, in seconds (tokens must then carry `iat`, not in the future); 0 = no check. */
+    maxTokenAgeS?: number
   }
   allowlist: string[]
   redisUrl: string | undefined
@@ -330,7 +333,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     seedDemo: e.SEED_DEMO ?? embedded,
     adminToken: e.ADMIN_TOKEN,
     internalToken: e.INTERNAL_TOKEN,
-    auth: { jwksUrl: e.AUTH_JWKS_URL, jwksFile: e.AUTH_JWKS_FILE, issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE, requiredScopes: e.AUTH_REQUIRED_SCOPE },
+    auth: {
+      jwksUrl: e.AUTH_JWKS_URL,
+      jwksFile: e.AUTH_JWKS_FILE,
+      issuer: e.AUTH_ISSUER,
+      audience: e.AUTH_AUDIENCE,
+      requiredScopes: e.AUTH_REQUIRED_SCOPE,
+      maxTokenAgeS: e.AUTH_MAX_TOKEN_AGE_S,
+    },
     allowlist: e.ALLOWLIST,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
