@@ -159,7 +159,7 @@ export function createApp({
     if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
     return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks, limits }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache)

@@ -44,11 +44,15 @@ const int = (fallback: number, min: number, max: number) =>
       return Number(v)
     })
 
+/** A bearer token the gateway checks (ADMIN_TOKEN, INTERNAL_TOKEN): long and not trivially guessable. */
 const secret = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v))
-  .refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters')
+  .refine(
+    (v) => v === undefined || (v.length >= 32 && !/^(.)\1*$/s.test(v)),
+    'must be at least 32 characters and not one character repeated (e.g. `openssl rand -hex 32`)',
+  )
 
 const url = (protocols: string[]) =>
   z
@@ -190,6 +194,7 @@ const env = z.object({
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(600, 0, 10_000_000),
   RATE_LIMIT_KEYS_PER_MINUTE: int(30, 0, 10_000_000),
   RATE_LIMIT_VERIFY_PER_MINUTE: int(1200, 0, 10_000_000),
+  RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: int(10, 0, 10_000_000),
   TRUST_PROXY: z
     .string()
     .optional()
@@ -291,8 +296,11 @@ export interface Config {
   }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
-  /** Requests per minute: per client IP on public routes, per wallet on key management, per key on verify; 0 = off. */
-  rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number }
+  /**
+   * Requests per minute: per client IP on public routes, per wallet on key management, per key on
+   * verify, and wrong admin or internal bearer tokens per client IP; 0 = off.
+   */
+  rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number; bearerFailuresPerMinute?: number }
   /** Proxy hops in front of the gateway whose X-Forwarded-For entries are trusted (0 = use the socket address). */
   trustProxyHops: number
   /** Browser origins allowed by CORS: `public` for /graphql and the /v1 reads, `keys` for key management. */
@@ -380,6 +388,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
       keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE,
       verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE,
+      bearerFailuresPerMinute: e.RATE_LIMIT_BEARER_FAILURES_PER_MINUTE,
     },
     trustProxyHops: e.TRUST_PROXY,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },

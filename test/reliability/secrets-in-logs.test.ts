@@ -7,7 +7,7 @@ import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { testBackend } from '../support/db.js'
 import { rawJwt, signSession } from '../support/jwt.js'
 import { createTestApp, type TestApp } from '../support/app.js'
-import { createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
+import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
 
 // Everything the gateway logs (at trace level) while keys are created, used, refused and broken,
 // searched for every form of every secret that passed through: raw keys, their secret halves, their
@@ -67,7 +67,7 @@ describe(`secrets in logs (${testBackend})`, () => {
     }
     const session = await t.session([W])
     const jwt = session.authorization!.slice('Bearer '.length)
-    remember(jwt, jwt.split('.')[2]!, INTERNAL_TOKEN, 'admin-token-0123456789')
+    remember(jwt, jwt.split('.')[2]!, INTERNAL_TOKEN, ADMIN_TOKEN)
 
     // Creation, inspection and use, over REST and GraphQL.
     const first = await t.create(W, { keyPrefix: 'desk' })

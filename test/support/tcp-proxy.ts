@@ -15,6 +15,8 @@ export class TcpProxy {
   port = 0
   /** Bytes forwarded, both directions. */
   bytes = 0
+  /** Chunks received, both directions, forwarded or held (a client's commands count while stalled). */
+  chunks = 0
 
   constructor(
     private readonly targetHost: string,
@@ -49,6 +51,7 @@ export class TcpProxy {
 
   private forward(from: net.Socket, to: net.Socket) {
     from.on('data', (chunk: Buffer) => {
+      this.chunks++
       const send = () => {
         if (to.destroyed) return
         this.bytes += chunk.length
