@@ -55,6 +55,34 @@ class EmbeddedAdapterFactory extends PrismaPGlite {
   }
 }
 
+/**
+ * @prisma/adapter-pg's executeScript splits a script at every `;` and sends the pieces one by one:
+ * a migration holding a function body (PL/pgSQL is full of `;`) breaks apart. The script is sent
+ * whole instead (PostgreSQL's simple query protocol runs several statements as one implicit
+ * transaction, so a failing migration leaves nothing half applied).
+ */
+class PostgresAdapterFactory extends PrismaPg {
+  constructor(
+    private readonly pool: pg.Pool,
+    options?: ConstructorParameters<typeof PrismaPg>[1],
+  ) {
+    super(pool, options)
+  }
+  override async connect() {
+    const adapter = await super.connect()
+    // onError (protected) turns a driver error into Prisma's DriverAdapterError, as the original does.
+    const onError = (adapter as unknown as { onError(e: unknown): never }).onError.bind(adapter)
+    adapter.executeScript = async (script: string) => {
+      try {
+        await this.pool.query(script)
+      } catch (e) {
+        onError(e)
+      }
+    }
+    return adapter
+  }
+}
+
 export interface SqlEvent {
   sql: string
   durationMs: number
@@ -164,7 +192,7 @@ export async function openDatabase(
     const pool = createPool(config.storage.url, config.pool)
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    const factory = new PrismaPg(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
+    const factory = new PostgresAdapterFactory(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
     driver = { mode: 'postgres', factory, pool, end: () => pool.end() }
   } else {
     const dir = config.storage.dataDir
