@@ -14,7 +14,7 @@ import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
-import { answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
+import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
 import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
@@ -123,6 +123,8 @@ export function createApp({
   // on the public routes a body size limit, a per-client-IP rate limit and a deadline per request.
   app.use('*', responseHeaders(config))
   app.use('/graphql', explainNotAcceptable)
+  const classOf = operationClassifier(schema)
+  app.use('/graphql', classifyRefusedGraphql(classOf, config.requests.bodyLimitBytes))
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
   // The verifier gives up on the database at DB_CONNECT_TIMEOUT_MS (src/keys/verifier.ts); this is
   // the backstop for anything else an internal request could wait on.
@@ -149,7 +151,6 @@ export function createApp({
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
 
-  const classOf = operationClassifier(schema)
   app.post(
     '/graphql',
     cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope))),

@@ -154,6 +154,33 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
     expect(rest.headers.get('access-control-allow-origin')).toBeNull()
   })
 
+  it('answers the key mutations no-store, without the public wildcard CORS, whatever their outcome', async () => {
+    const origin = { origin: 'https://dash.example' }
+    for (const query of ['mutation { createApiKey { id } }', 'mutation { revokeApiKey }', 'mutation M { a: revokeApiKey b: createApiKey(keyPrefix: "x") { id } }']) {
+      const res = await post(t, { query }, { ...GRAPHQL_RESPONSE, ...origin })
+      expect([query, res.headers.get('cache-control'), res.headers.get('access-control-allow-origin')]).toEqual([query, 'no-store', null])
+    }
+  })
+
+  it('answers refusals made before the operation is read (rate limit, body limit) under the key rules when it touches key management', async () => {
+    const limited = await createTestApp({ CORS_ORIGINS: '*', RATE_LIMIT_PUBLIC_PER_MINUTE: '1', TRUST_PROXY: '1', REQUEST_BODY_LIMIT_BYTES: '2048' })
+    try {
+      const send = (ip: string, body: string) =>
+        limited.request('/graphql', { method: 'POST', headers: { ...GRAPHQL_RESPONSE, origin: 'https://dash.example', 'x-forwarded-for': ip }, body })
+      const policy = (res: Response) => [res.status, res.headers.get('cache-control'), res.headers.get('access-control-allow-origin')]
+      const keyQuery = JSON.stringify({ query: 'mutation { revokeApiKey }' })
+      const publicQuery = JSON.stringify({ query: '{ vault(id: "v01") { id } }' })
+      expect(policy(await send('10.20.0.1', publicQuery))).toEqual([200, null, '*'])
+      // Over the rate limit: the public query keeps the public rules, the key mutation gets the key rules.
+      expect(policy(await send('10.20.0.1', publicQuery))).toEqual([429, 'no-store', '*'])
+      expect(policy(await send('10.20.0.1', keyQuery))).toEqual([429, 'no-store', null])
+      // Over the body limit nothing can be read: the key rules.
+      expect(policy(await send('10.20.0.2', JSON.stringify({ query: `{ vault(id: "v01") { id } } # ${'x'.repeat(3000)}` })))).toEqual([400, 'no-store', null])
+    } finally {
+      await limited.close()
+    }
+  })
+
   it('counts a cursor it did not issue as bad_request in vaultgate_errors_total', async () => {
     const count = async () => {
       const text = await (await t.request('/metrics')).text()
