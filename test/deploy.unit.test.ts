@@ -46,7 +46,8 @@ function smokeStartCommand(): string[] {
 /** compose's `${NAME:-default}` / `${NAME}` interpolation, with nothing set in the environment. */
 const interpolate = (value: string) => value.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, _name, fallback: string | undefined) => fallback ?? '')
 /** The configuration of a service's environment as compose hands it over (interpolated, nothing set). */
-const configOf = (env: Record<string, string> | undefined) => loadConfig(Object.fromEntries(Object.entries(env ?? {}).map(([k, v]) => [k, interpolate(String(v))])))
+const configOf = (env: Record<string, string> | undefined) =>
+  loadConfig(Object.fromEntries(Object.entries(env ?? {}).map(([k, v]) => [k, interpolate(String(v))])))
 
 interface ComposeService {
   image?: string

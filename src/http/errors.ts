@@ -13,7 +13,10 @@ import type { AppEnv } from './env.js'
 export function clientError(error: unknown, where: { requestId: string; path: string }): { app: AppError; headers: Record<string, string> } {
   const app = toAppError(error)
   if (!(error instanceof AppError)) {
-    logger.error({ err: error, requestId: where.requestId, path: echoSafe(where.path) }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
+    logger.error(
+      { err: error, requestId: where.requestId, path: echoSafe(where.path) },
+      app.code === 'unavailable' ? 'database unavailable' : 'unexpected error',
+    )
   }
   // A client that went away (status 499) is in the request line, not among the errors.
   if (app.status !== CLIENT_CLOSED_REQUEST) errorsByCode.inc({ code: app.code })

@@ -214,7 +214,10 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
       ['an expired token', async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 60 })],
       ['a future nbf', async () => session({ wallets: [W1], nbf: Math.floor(Date.now() / 1000) + 120 })],
       ['an iat in the future (past the 5 s skew)', async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) + 60 })],
-      ['an iat older than AUTH_MAX_TOKEN_AGE_S (a day), though unexpired', async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) - 86_400 - 60 })],
+      [
+        'an iat older than AUTH_MAX_TOKEN_AGE_S (a day), though unexpired',
+        async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) - 86_400 - 60 }),
+      ],
       ['no iat', async () => session({ wallets: [W1], iat: undefined })],
       [
         'a claim named twice (JSON.parse would keep the allowlisted wallet)',

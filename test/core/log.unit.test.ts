@@ -47,7 +47,11 @@ describe('error logs', () => {
   it("log only an error's type, codes, message, frames and cause: never a driver's detail, statement or parameters", () => {
     const { logger, text } = capture()
     const cause = Object.assign(new Error('connection closed'), { code: 'ECONNRESET', detail: 'Key (wallet)=(0xsecret) already exists.' })
-    const err = Object.assign(new Error('query failed', { cause }), { code: 'P2010', meta: { query: 'SELECT $1', params: ['secret-param'] }, where: 'PL/pgSQL' })
+    const err = Object.assign(new Error('query failed', { cause }), {
+      code: 'P2010',
+      meta: { query: 'SELECT $1', params: ['secret-param'] },
+      where: 'PL/pgSQL',
+    })
     logger.error({ err }, 'unexpected error')
     const { err: logged } = JSON.parse(text())
     expect(Object.keys(logged).sort()).toEqual(['cause', 'code', 'message', 'stack', 'type'])

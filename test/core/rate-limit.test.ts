@@ -219,7 +219,8 @@ describe.runIf(REDIS_URL)(`rate limits when Redis stalls (${testBackend})`, () =
 
   const decisions = async () => {
     const text = await registry.metrics()
-    const n = (result: string) => Number(new RegExp(`^vaultgate_rate_limit_decisions_total\\{bucket="public",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+    const n = (result: string) =>
+      Number(new RegExp(`^vaultgate_rate_limit_decisions_total\\{bucket="public",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
     return { allowed: n('allowed'), fallback: n('fallback'), limited: n('limited') }
   }
 
@@ -233,7 +234,13 @@ describe.runIf(REDIS_URL)(`rate limits when Redis stalls (${testBackend})`, () =
     const sentAtFailure = proxy.chunks
     // Later ones ask Redis nothing during the cool-down, and the in-process budget still holds.
     const outcomes: string[] = []
-    for (let i = 0; i < 6; i++) outcomes.push(await limits.consume('public', ip).then(() => 'ok', (e: AppError) => e.code))
+    for (let i = 0; i < 6; i++)
+      outcomes.push(
+        await limits.consume('public', ip).then(
+          () => 'ok',
+          (e: AppError) => e.code,
+        ),
+      )
     expect(proxy.chunks).toBe(sentAtFailure)
     expect(outcomes).toEqual(['ok', 'ok', 'ok', 'ok', 'rate_limited', 'rate_limited'])
     expect(await decisions()).toEqual({ allowed: before.allowed, fallback: before.fallback + 5, limited: before.limited + 2 })

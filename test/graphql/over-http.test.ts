@@ -156,7 +156,11 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
 
   it('answers the key mutations no-store, without the public wildcard CORS, whatever their outcome', async () => {
     const origin = { origin: 'https://dash.example' }
-    for (const query of ['mutation { createApiKey { id } }', 'mutation { revokeApiKey }', 'mutation M { a: revokeApiKey b: createApiKey(keyPrefix: "x") { id } }']) {
+    for (const query of [
+      'mutation { createApiKey { id } }',
+      'mutation { revokeApiKey }',
+      'mutation M { a: revokeApiKey b: createApiKey(keyPrefix: "x") { id } }',
+    ]) {
       const res = await post(t, { query }, { ...GRAPHQL_RESPONSE, ...origin })
       expect([query, res.headers.get('cache-control'), res.headers.get('access-control-allow-origin')]).toEqual([query, 'no-store', null])
     }

@@ -103,7 +103,12 @@ describe(`refusals over real sockets (${testBackend})`, () => {
           expect(next.status).toBe(200)
           expect(JSON.parse(next.text)).toMatchObject({ status: 'ok' })
           // A body that was read keeps the connection open.
-          const read = await send('POST', '/graphql', { 'content-type': 'application/json', 'x-forwarded-for': `10.8.${++reader}.1` }, Buffer.from('{"query":"{ __typename }"}'))
+          const read = await send(
+            'POST',
+            '/graphql',
+            { 'content-type': 'application/json', 'x-forwarded-for': `10.8.${++reader}.1` },
+            Buffer.from('{"query":"{ __typename }"}'),
+          )
           expect([read.status, read.connection]).toEqual([200, 'keep-alive'])
         } finally {
           agent.destroy()

@@ -215,7 +215,8 @@ describe(`GraphQL under random input (${testBackend})`, () => {
       fc.asyncProperty(expensive, accept, async ({ aliases, first, timeframe, groupBy, asVariable }, acc) => {
         const series = Array.from(
           { length: aliases },
-          (_, i) => `s${i}: compositionSeries(timeframe: ${asVariable ? '$t' : (timeframe ?? 'P7D')}${groupBy ? `, groupBy: ${groupBy}` : ''}) { labels points { t weightsPct } }`,
+          (_, i) =>
+            `s${i}: compositionSeries(timeframe: ${asVariable ? '$t' : (timeframe ?? 'P7D')}${groupBy ? `, groupBy: ${groupBy}` : ''}) { labels points { t weightsPct } }`,
         ).join(' ')
         const body = {
           query: `query Costly($first: Int${asVariable ? ', $t: CompositionTimeframe!' : ''}) { vaults(first: $first) { edges { node { id ${series} } } } }`,

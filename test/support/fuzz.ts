@@ -34,7 +34,8 @@ export async function violation(
   // No client value longer than MAX_ECHO comes back, raw or JSON-escaped (src/core/errors.ts quoted()).
   for (const value of sent) {
     const head = value.slice(0, MAX_ECHO + 1)
-    if (text.includes(head) || text.includes(JSON.stringify(head).slice(1, -1))) return `echoes a client value of ${value.length} characters: ${text.slice(0, 300)}`
+    if (text.includes(head) || text.includes(JSON.stringify(head).slice(1, -1)))
+      return `echoes a client value of ${value.length} characters: ${text.slice(0, 300)}`
   }
   if (method === 'HEAD' || res.status === 204 || res.status === 304) return text === '' ? undefined : 'body on a bodiless answer'
   if (res.headers.get('content-type')?.startsWith('text/html')) return undefined // GraphiQL
@@ -48,7 +49,8 @@ export async function violation(
     if (typeof body !== 'object' || body === null || (!('data' in body) && !('errors' in body))) return `not a GraphQL response: ${text.slice(0, 200)}`
     for (const e of body.errors ?? []) {
       if (typeof e.message !== 'string' || !isErrorCode(e.extensions?.code)) return `GraphQL error without a known code: ${JSON.stringify(e)}`
-      if (/cost limit|would be larger than/i.test(e.message) && e.extensions.code !== 'bad_request') return `cost refusal not coded bad_request: ${JSON.stringify(e)}`
+      if (/cost limit|would be larger than/i.test(e.message) && e.extensions.code !== 'bad_request')
+        return `cost refusal not coded bad_request: ${JSON.stringify(e)}`
       if (e.extensions.code === 'internal') return `internal error: ${JSON.stringify(e)}`
       if (/Did you mean/.test(e.message)) return `suggestion leaked: ${e.message}`
     }

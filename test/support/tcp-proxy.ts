@@ -71,8 +71,9 @@ export class TcpProxy {
     this.held = []
     const server = this.server
     this.server = undefined
-    for (const s of this.sockets) if (reset) s.resetAndDestroy()
-    else s.destroy()
+    for (const s of this.sockets)
+      if (reset) s.resetAndDestroy()
+      else s.destroy()
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
   }
 
