@@ -36,7 +36,7 @@ export function adminRoutes(
       } catch {
         throw badRequest('The import document is not valid JSON.')
       }
-      const counts = await importDocument(doc)
+      const counts = await importDocument(doc, undefined, { clock: hooks.clock })
       hooks.onDataChanged?.()
       return c.json({ status: 'ok', data: counts, server_time_ms: Date.now() })
     },
