@@ -52,12 +52,13 @@ function errorForLog(err: unknown, depth = 0): unknown {
 
 const cut = (message: string) => (message.length > MAX_ECHO ? `${message.slice(0, MAX_ECHO)}…` : message)
 
-/** Identical warnings and errors (same level and message) are written at most once per this many milliseconds. */
+/** Identical warnings and errors (same level, message and error) are written at most once per this many milliseconds. */
 export const LOG_REPEAT_WINDOW_MS = 10_000
 
 /**
  * During an outage every request fails the same way: one line per LOG_REPEAT_WINDOW_MS for each
- * warning or error message, the next one carrying `suppressed`, the number of lines left out since.
+ * warning or error message (and error it reports), the next one carrying `suppressed`, the number
+ * of lines left out since.
  * Levels below warn (the request lines) are never held back.
  */
 function repeatLimiter(now: () => number = Date.now) {
@@ -65,7 +66,10 @@ function repeatLimiter(now: () => number = Date.now) {
   return function logMethod(this: pino.Logger, args: unknown[], method: (...a: unknown[]) => void, level: number) {
     if (level < 40) return method.apply(this, args)
     const message = typeof args[0] === 'string' ? args[0] : typeof args[1] === 'string' ? args[1] : ''
-    const key = `${level}\u0000${message}`
+    // Identical means the same error too: two different failures under one message are both written.
+    const err = args[0] instanceof Error ? args[0] : (args[0] as { err?: unknown } | null)?.err
+    const cause = err instanceof Error ? `${err.name}\u0000${err.message.slice(0, MAX_ECHO)}` : ''
+    const key = `${level}\u0000${message}\u0000${cause}`
     const seen = last.get(key)
     const at = now()
     if (seen && at - seen.at < LOG_REPEAT_WINDOW_MS) {

@@ -61,16 +61,19 @@ describe('error logs', () => {
 })
 
 describe('repeated log lines', () => {
-  it('write one identical warning or error per 10 s, the next one counting those left out; request lines always', () => {
+  it('write one identical warning or error (same message, same error) per 10 s, the next one counting those left out; request lines always', () => {
     let now = 1_000_000
     const { logger, text } = capture(() => now)
-    for (let i = 0; i < 5; i++) logger.error({ requestId: `r${i}` }, 'database unavailable')
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+    for (let i = 0; i < 5; i++) logger.error({ requestId: `r${i}`, err: refused }, 'database unavailable')
+    // Another failure under the same message is written.
+    logger.error({ requestId: 'other', err: new TypeError('x is undefined') }, 'database unavailable')
     logger.warn('Redis unavailable')
     for (let i = 0; i < 3; i++) logger.info({ status: 200 }, 'request')
     now += 9_999
-    logger.error({ requestId: 'r5' }, 'database unavailable')
+    logger.error({ requestId: 'r5', err: refused }, 'database unavailable')
     now += 1
-    logger.error({ requestId: 'r6' }, 'database unavailable')
+    logger.error({ requestId: 'r6', err: refused }, 'database unavailable')
     const lines = text()
       .trim()
       .split('\n')
@@ -78,6 +81,7 @@ describe('repeated log lines', () => {
       .map(({ msg, requestId, suppressed }) => ({ msg, requestId, suppressed }))
     expect(lines).toEqual([
       { msg: 'database unavailable', requestId: 'r0', suppressed: undefined },
+      { msg: 'database unavailable', requestId: 'other', suppressed: undefined },
       { msg: 'Redis unavailable', requestId: undefined, suppressed: undefined },
       { msg: 'request', requestId: undefined, suppressed: undefined },
       { msg: 'request', requestId: undefined, suppressed: undefined },
