@@ -240,9 +240,18 @@ export function connectApiKeyVerifier(
   options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>,
 ): ApiKeyVerifier {
   const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
-  const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
+  // As the gateway's pool (src/db/client.ts createPool): keep-alive and a client-side query timeout for partitions.
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolMax ?? 4,
+    idleTimeoutMillis: 10_000,
+    keepAlive: true,
+    query_timeout: 10_000,
+    application_name: 'vaultgate-verifier',
+  })
   pool.on('error', () => {})
   const verifier = createApiKeyVerifier({
+    lookupTimeoutMs: 5000,
     ...options,
     lookup: async (digest) => (await pool.query<KeyStateRow>(KEY_STATE_SQL, [digest])).rows,
     listen: connection,
