@@ -47,8 +47,6 @@ export const FOLLOWER_LOCK_KEY = 0x7661756c74676174n
 
 /** How often a follower that recorded nothing still writes its chain's head and a success (for /v1/status on every instance). */
 const STATE_HEARTBEAT_MS = 60_000
-/** The same failure is logged at most this often (the node may be down for hours). */
-const LOG_REPEAT_MS = 60_000
 
 export interface SourceFollowerOptions {
   sources: SourcesConfig
@@ -158,7 +156,6 @@ class ChainFollower {
   private stopped = false
   private lastStateWrite = 0
   private errorRecorded = false
-  private readonly logged = new Map<string, number>()
   private readonly log
 
   constructor(
@@ -413,12 +410,9 @@ class ChainFollower {
   }
 
   private onError(e: unknown): void {
+    // One line per distinct failure every few seconds at most (the logger's repeat limiter, src/core/log.ts).
     const message = describeRpcError(e)
-    const now = Date.now()
-    if ((this.logged.get(message) ?? 0) + LOG_REPEAT_MS <= now) {
-      this.logged.set(message, now)
-      this.log.warn({ err: message }, 'chain source: reading or recording failed; trying again')
-    }
+    this.log.warn(`chain source: ${message}; trying again`)
     void this.recordError(message)
   }
 

@@ -13,9 +13,9 @@ import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
  * absent (404) when INTERNAL_TOKEN is unset.
  */
-export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
+export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProxyHops'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
-  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal'))
+  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal', limits && { limits, trustProxyHops: config.trustProxyHops }))
 
   app.post(
     '/v1/apiKey/verify',
