@@ -9,7 +9,7 @@ import { checkChain } from './check.js'
 import { collectRange, nextRange, ReorgDuringReadError, type FollowedVault, type RangeBatch } from './collect.js'
 import { vaultRecord, type SourceChain, type SourcesConfig, type SourceVault } from './config.js'
 import { LogFetcher } from './logs.js'
-import type { VaultSnapshot } from './mapping.js'
+import type { Hex, VaultSnapshot } from './mapping.js'
 import { ChainReader, watchConfirmedHead, type HeadWatch } from './reader.js'
 import { describeRpcError, type RetryPolicy } from './rpc.js'
 import { sourcesStatus, type SourceStatus } from './status.js'
@@ -258,6 +258,18 @@ class ChainFollower {
     this.prepared = true
   }
 
+  /**
+   * isCanonical, where "the node has no such block" is not an answer: its chain is shorter than a
+   * block it gave before (it will grow past it again; then the hashes tell), or it is a node of a
+   * load-balanced provider lagging behind the one that gave the head. Either way: ask again later,
+   * never roll back on it.
+   */
+  private async canonical(ref: { number: bigint; hash: Hex }): Promise<boolean> {
+    const answer = await this.reader.isCanonical(ref)
+    if (answer === null) throw new Error(`the node has no block ${ref.number} (behind, or its chain is shorter); asking again at the next poll`)
+    return answer
+  }
+
   private cursorList(): Cursor[] {
     return [...this.active.keys()].map((id) => this.cursors.get(id)!)
   }
@@ -275,7 +287,7 @@ class ChainFollower {
       // The block the group stands on must still be the chain's (one request per distinct hash, usually one).
       let replaced = false
       for (const hash of new Set(group.map((c) => c.hash))) {
-        if (hash !== null && !(await this.reader.isCanonical({ number: low, hash }))) {
+        if (hash !== null && !(await this.canonical({ number: low, hash }))) {
           replaced = true
           break
         }
@@ -372,7 +384,7 @@ class ChainFollower {
     const starts = await journalStarts(this.deps.db, ids)
     let keep: bigint | undefined
     for (const s of starts) {
-      if (s.hash === null || (await this.reader.isCanonical({ number: s.block, hash: s.hash }))) {
+      if (s.hash === null || (await this.canonical({ number: s.block, hash: s.hash }))) {
         keep = s.block
         break
       }

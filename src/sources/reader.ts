@@ -131,13 +131,16 @@ export class ChainReader {
     return { number, hash: b.hash, timestamp: b.timestamp }
   }
 
-  /** Whether a recorded (number, hash) is still on the canonical chain; false after a reorg replaced it. */
-  async isCanonical(ref: { number: bigint; hash: Hex }): Promise<boolean> {
+  /**
+   * Whether a recorded (number, hash) is still on the node's chain: false once a reorg replaced it,
+   * null when the node has no block at that height (its chain is shorter after a reorg, or this
+   * node of a load-balanced provider lags behind the one that answered the head): it cannot say yet.
+   */
+  async isCanonical(ref: { number: bigint; hash: Hex }): Promise<boolean | null> {
     try {
       return (await this.block(ref.number)).hash.toLowerCase() === ref.hash.toLowerCase()
     } catch (e) {
-      // The chain may now be shorter than the recorded block.
-      if (e instanceof BaseError && e.walk((x) => x instanceof BlockNotFoundError)) return false
+      if (e instanceof BaseError && e.walk((x) => x instanceof BlockNotFoundError)) return null
       throw e
     }
   }
