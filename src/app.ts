@@ -74,14 +74,14 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
-  sources,
+  chainSources,
 }: {
   config: Config
   db: Database
   clock?: Clock
   examples?: ExampleIds | Promise<ExampleIds | undefined>
   /** The parsed VAULT_SOURCES_FILE (src/server.ts reads it before the database is opened): the chains to follow. */
-  sources?: SourcesConfig
+  chainSources?: SourcesConfig
   /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
 }): App {
@@ -129,9 +129,9 @@ export function createApp({
   // The chain source (docs/spec/decisions.md §12): one instance at a time follows the chains (a
   // session advisory lock on PostgreSQL; embedded PGlite belongs to this one process). Its writes
   // go through the importer, so webhooks and the change NOTIFY come with them.
-  const sourceFollower = sources
+  const sourceFollower = chainSources
     ? startSourceFollower({
-        sources,
+        sources: chainSources,
         db: db.prisma,
         lock: db.pool ? { connection: { ...db.pool.options } } : undefined,
         onDataChanged: () => responseCache.clear(),
@@ -206,7 +206,7 @@ export function createApp({
     webhooks,
     webhookWorker,
     sourceFollower,
-    sourcesStatus: () => sourcesStatus(db.prisma, sources),
+    sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
     ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {

@@ -132,7 +132,7 @@ export function createHttpServer(app: Pick<App, 'fetch'>): Server {
 export async function startGateway(config: Config, { progress = silentProgress }: { progress?: Progress } = {}): Promise<RunningGateway> {
   const started = performance.now()
   // The sources file is checked before anything is opened or written.
-  const sources = config.sourcesFile ? await readSources(config.sourcesFile) : undefined
+  const chainSources = config.sourcesFile ? await readSources(config.sourcesFile) : undefined
   // The HTTP and GraphQL modules load while the database opens (file reads and PGlite's
   // WebAssembly compilation overlap): they are most of the time of a start that has nothing to migrate.
   const appModule = import('./app.js')
@@ -161,7 +161,7 @@ export async function startGateway(config: Config, { progress = silentProgress }
       hints.catch(() => {})
     }
     const { createApp } = await appModule
-    app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined), sources })
+    app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined), chainSources })
     await app.ready
     const server = createHttpServer(app)
     await new Promise<void>((resolve, reject) => {

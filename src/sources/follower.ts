@@ -156,6 +156,8 @@ class ChainFollower {
   private stopped = false
   private lastStateWrite = 0
   private errorRecorded = false
+  /** Why vaults were left out at start: it stays the chain's last error while the follower runs. */
+  private leftOut: { message: string; at: Date } | null = null
   private readonly log
 
   constructor(
@@ -195,7 +197,7 @@ class ChainFollower {
     this.observe()
     const now = this.deps.clock()
     if (this.errorRecorded || now.getTime() - this.lastStateWrite >= STATE_HEARTBEAT_MS) {
-      await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, { head: this.reader.head ?? undefined, successAt: now })
+      await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, { head: this.reader.head ?? undefined, successAt: now, error: this.leftOut })
       this.lastStateWrite = now.getTime()
       this.errorRecorded = false
     }
@@ -222,7 +224,10 @@ class ChainFollower {
       }
     }
     const errors = findings.filter((f) => f.level === 'error')
-    if (errors.length > 0) await this.recordError(errors.map((f) => `${f.path}: ${f.message}`).join('; '))
+    if (errors.length > 0) {
+      this.leftOut = { message: errors.map((f) => `${f.path}: ${f.message}`).join('; '), at: this.deps.clock() }
+      await this.recordError(this.leftOut.message)
+    }
 
     const head = this.reader.head!
     for (const [source, i] of this.vaults) {
@@ -352,7 +357,7 @@ class ChainFollower {
     })
     const now = this.deps.clock()
     await writeRange(this.deps.db, {
-      chain: { name: this.chain.name, chainId: this.chain.chain_id, head: this.reader.head ?? batch.block.number },
+      chain: { name: this.chain.name, chainId: this.chain.chain_id, head: this.reader.head ?? batch.block.number, error: this.leftOut },
       from: batch.from,
       block: batch.block,
       vaults: ranges,

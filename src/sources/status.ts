@@ -3,31 +3,34 @@ import { readSourceState, type SourceDb } from './store.js'
 
 // The freshness contract's `sources` (decisions §10): one entry per chain of the sources file,
 // from what the follower recorded in the database, so every instance answers the same (only one
-// of them follows). Block numbers are JSON numbers (no chain is near 2^53 blocks).
+// of them follows). The fields are those of the freshness status' SourceStatus (the performance
+// history work, src/freshness/status.ts there), plus the chain id, the vaults and the last success:
+// block numbers as decimal strings, times as Dates.
 
 export interface SourceStatus {
   /** `chain:<name>`: each chain of VAULT_SOURCES_FILE is one source. */
   name: string
-  kind: 'chain'
   chain: string
-  chain_id: number
+  chainId: number
   /** The vaults followed on it, as the sources file lists them. */
-  vault_ids: string[]
-  /** The chain's newest block when the follower last recorded something (null before that). */
-  head_block: number | null
-  /** The newest block recorded for every vault of the chain (null before the first). */
-  synced_block: number | null
-  /** That block's time, RFC 3339 (null when not known yet). */
-  synced_at: string | null
-  /** head_block − synced_block: the confirmations plus how far behind the follower is. */
-  lag_blocks: number | null
-  last_success_at: string | null
-  /** The last failure (one line, never a URL), kept after later successes; compare the times. */
-  last_error: string | null
-  last_error_at: string | null
+  vaultIds: string[]
+  /** The chain's newest block when the follower last recorded something; null before that. */
+  headBlock: string | null
+  /** The newest block recorded for every vault of the chain; null before the first. */
+  syncedBlock: string | null
+  /** headBlock − syncedBlock: the confirmations plus how far behind the follower is. */
+  lagBlocks: number | null
+  /** The synced block's own time (not the wall clock); null while unknown. */
+  syncedAt: Date | null
+  /** When the follower last read and recorded without failing. */
+  lastSuccessAt: Date | null
+  /**
+   * The last failure (one line, never a URL) and when; null once it has not failed since. A vault
+   * left out at start (the chain contradicts the file) stays here until the file is fixed.
+   */
+  lastError: string | null
+  lastErrorAt: Date | null
 }
-
-const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString())
 
 /** The status of every chain of `sources` ([] without a sources file). */
 export async function sourcesStatus(db: SourceDb, sources: SourcesConfig | undefined): Promise<SourceStatus[]> {
@@ -43,25 +46,24 @@ export async function sourcesStatus(db: SourceDb, sources: SourcesConfig | undef
     const state = stateOf.get(chain.name)
     const mine = vaultIds.map((id) => cursorOf.get(id))
     // The chain is synced as far as its furthest-behind vault (one without a cursor: not at all).
-    let synced: { block: bigint; time: string | null } | null = null
+    let synced: { block: bigint; at: Date | null } | null = null
     if (mine.length > 0 && mine.every((c) => c !== undefined)) {
       const low = mine.reduce((m, c) => (BigInt(c!.block_number) < BigInt(m!.block_number) ? c : m))!
-      synced = { block: BigInt(low.block_number), time: low.block_timestamp === null ? null : new Date(Number(low.block_timestamp) * 1000).toISOString() }
+      synced = { block: BigInt(low.block_number), at: low.block_timestamp === null ? null : new Date(Number(low.block_timestamp) * 1000) }
     }
     const head = state && state.head_block !== null ? BigInt(state.head_block) : null
     return {
       name: `chain:${chain.name}`,
-      kind: 'chain',
       chain: chain.name,
-      chain_id: chain.chain_id,
-      vault_ids: vaultIds,
-      head_block: head === null ? null : Number(head),
-      synced_block: synced === null ? null : Number(synced.block),
-      synced_at: synced?.time ?? null,
-      lag_blocks: head === null || synced === null ? null : Number(head - synced.block),
-      last_success_at: iso(state?.last_success_at ?? null),
-      last_error: state?.last_error ?? null,
-      last_error_at: iso(state?.last_error_at ?? null),
+      chainId: chain.chain_id,
+      vaultIds,
+      headBlock: head === null ? null : head.toString(),
+      syncedBlock: synced === null ? null : synced.block.toString(),
+      lagBlocks: head === null || synced === null ? null : Number(head - synced.block),
+      syncedAt: synced?.at ?? null,
+      lastSuccessAt: state?.last_success_at ?? null,
+      lastError: state?.last_error ?? null,
+      lastErrorAt: state?.last_error_at ?? null,
     }
   })
 }

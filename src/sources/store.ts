@@ -162,7 +162,8 @@ export class CursorMovedError extends Error {
 export async function writeRange(
   db: SourceDb,
   input: {
-    chain: { name: string; chainId: number; head: bigint }
+    /** `error`: what stays the chain's last error after this success (a vault left out at start), or null. */
+    chain: { name: string; chainId: number; head: bigint; error: { message: string; at: Date } | null }
     from: bigint
     block: BlockRef
     vaults: VaultRange[]
@@ -229,7 +230,7 @@ export async function writeRange(
       input.vaults.map((v) => v.vaultId),
       (block.number - JOURNAL_BLOCKS).toString(),
     )
-    await recordChainState(tx, chain.name, chain.chainId, { head: chain.head, successAt: now })
+    await recordChainState(tx, chain.name, chain.chainId, { head: chain.head, successAt: now, error: chain.error })
     return counts
   }, TRANSACTION_OPTIONS)
 }
@@ -352,27 +353,32 @@ export async function forgetCursorBlocks(db: SourceDb, vaultIds: readonly string
   await db.$executeRawUnsafe(`UPDATE source_cursors SET block_hash = NULL, block_timestamp = NULL WHERE vault_id = ANY($1::text[])`, vaultIds)
 }
 
-/** Records what the follower saw of a chain: its head and a success, or an error (one line, no URL). */
+/**
+ * Records what the follower saw of a chain: its head, a success, an error (one line, no URL).
+ * `error: null` clears the last error (a success after it); left out, the recorded one stays.
+ */
 export async function recordChainState(
   db: Pick<SourceDb, '$executeRawUnsafe'> | Prisma.TransactionClient,
   chain: string,
   chainId: number,
-  seen: { head?: bigint; successAt?: Date; error?: { message: string; at: Date } },
+  seen: { head?: bigint; successAt?: Date; error?: { message: string; at: Date } | null },
 ): Promise<void> {
+  const keepError = seen.error === undefined
   await db.$executeRawUnsafe(
     `INSERT INTO source_chains (chain, chain_id, head_block, last_success_at, last_error, last_error_at)
      VALUES ($1, $2, $3::bigint, $4::timestamptz, $5, $6::timestamptz)
      ON CONFLICT (chain) DO UPDATE SET chain_id = EXCLUDED.chain_id,
        head_block = coalesce(EXCLUDED.head_block, source_chains.head_block),
        last_success_at = coalesce(EXCLUDED.last_success_at, source_chains.last_success_at),
-       last_error = coalesce(EXCLUDED.last_error, source_chains.last_error),
-       last_error_at = coalesce(EXCLUDED.last_error_at, source_chains.last_error_at)`,
+       last_error = CASE WHEN $7 THEN source_chains.last_error ELSE EXCLUDED.last_error END,
+       last_error_at = CASE WHEN $7 THEN source_chains.last_error_at ELSE EXCLUDED.last_error_at END`,
     chain,
     chainId,
     seen.head?.toString() ?? null,
     seen.successAt?.toISOString() ?? null,
     seen.error?.message ?? null,
     seen.error?.at.toISOString() ?? null,
+    keepError,
   )
 }
 
