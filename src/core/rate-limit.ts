@@ -18,9 +18,42 @@ const REDIS_COMMAND_TIMEOUT_MS = 500
 /** At most one "Redis is down" warning per this many milliseconds. */
 const WARN_EVERY_MS = 30_000
 
+/** Where a counter stands after a request was counted (the verify answer's `rateLimit`, the RateLimit header). */
+export interface RateLimitState {
+  /** Requests allowed per window. */
+  limit: number
+  /** Requests left in the current window. */
+  remaining: number
+  /** Milliseconds until the window resets. */
+  resetMs: number
+}
+
+/** Every window is one minute (README "Rate limits"). */
+export const RATE_LIMIT_WINDOW_SECONDS = WINDOW_SECONDS
+
+/** The policy name of the per-client-IP limit in the RateLimit fields. */
+export const PUBLIC_POLICY = 'ip'
+
+/**
+ * The IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-11: Structured
+ * Field lists of a quoted policy name with `q`/`w`, and `r`/`t` in whole seconds) of the
+ * per-client-IP limit at `state`.
+ */
+export function rateLimitFields(state: RateLimitState): { 'RateLimit-Policy': string; RateLimit: string } {
+  return {
+    'RateLimit-Policy': `"${PUBLIC_POLICY}";q=${state.limit};w=${WINDOW_SECONDS}`,
+    RateLimit: `"${PUBLIC_POLICY}";r=${state.remaining};t=${Math.ceil(state.resetMs / 1000)}`,
+  }
+}
+
 export interface RateLimits {
-  /** Counts one request for `key` in `bucket`; throws AppError('rate_limited') with Retry-After when over the limit. */
-  consume(bucket: Bucket, key: string): Promise<void>
+  /**
+   * Counts one request for `key` in `bucket`; throws AppError('rate_limited') with Retry-After when
+   * over the limit. Resolves with where the counter stands, or null when the bucket is off (limit 0).
+   */
+  consume(bucket: Bucket, key: string): Promise<RateLimitState | null>
+  /** The per-minute limit of a bucket (0 = off). */
+  limitOf(bucket: Bucket): number
   /** Where the counters live: `redis` (shared by every instance) or `memory` (this process only). */
   readonly store: 'redis' | 'memory'
   /** True when the counters are where `store` says (Redis connected, or in-process). */
@@ -87,34 +120,44 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
     rateLimitDecisions.inc({ bucket, result: 'limited' })
     const seconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
     const what = bucket === 'public' ? 'from this address' : bucket === 'keys' ? 'for this wallet' : 'for this key'
-    return new AppError('rate_limited', `Too many requests ${what}; retry in ${seconds} s.`, { headers: { 'Retry-After': String(seconds) } })
+    // The public answers carry the IETF fields on success (src/http/headers.ts); the 429 says 0 left.
+    const fields = bucket === 'public' ? rateLimitFields({ limit: points.public, remaining: 0, resetMs: res.msBeforeNext }) : {}
+    return new AppError('rate_limited', `Too many requests ${what}; retry in ${seconds} s.`, { headers: { 'Retry-After': String(seconds), ...fields } })
   }
+
+  const stateOf = (bucket: Bucket, res: RateLimiterRes): RateLimitState => ({
+    limit: points[bucket],
+    remaining: Math.max(0, res.remainingPoints),
+    resetMs: Math.max(0, Math.ceil(res.msBeforeNext)),
+  })
 
   return {
     store: redisUrl ? 'redis' : 'memory',
+    limitOf: (bucket) => points[bucket],
     ready: async () => {
       await connecting
       return !redisUrl || redis?.status === 'ready'
     },
     async consume(bucket, key) {
-      if (points[bucket] <= 0) return
+      if (points[bucket] <= 0) return null
       // Keys in the store are hashes: never a raw API key, wallet or IP in Redis.
       const id = createHash('sha256').update(`${bucket}:${key}`).digest('base64url').slice(0, 32)
       const limiter = shared[bucket]
       try {
         if (limiter) {
           try {
-            await limiter.consume(id)
+            const res = await limiter.consume(id)
             rateLimitDecisions.inc({ bucket, result: 'allowed' })
-            return
+            return stateOf(bucket, res)
           } catch (e) {
             if (e instanceof RateLimiterRes) throw e
             warn(e, 'Redis unavailable: rate limits are counted per instance until it is back')
             rateLimitDecisions.inc({ bucket, result: 'fallback' })
           }
         } else if (redisUrl) rateLimitDecisions.inc({ bucket, result: 'fallback' })
-        await memory[bucket].consume(id)
+        const res = await memory[bucket].consume(id)
         if (!redisUrl) rateLimitDecisions.inc({ bucket, result: 'allowed' })
+        return stateOf(bucket, res)
       } catch (e) {
         if (e instanceof RateLimiterRes) throw tooMany(bucket, e)
         throw e

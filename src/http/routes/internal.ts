@@ -1,19 +1,17 @@
 import { Hono } from 'hono'
 import type { Config } from '../../config.js'
 import { badRequest } from '../../core/errors.js'
-import type { RateLimits } from '../../core/rate-limit.js'
 import type { ApiKeyVerifier } from '../../keys/verifier.js'
 import type { AppEnv } from '../env.js'
 import { smallBodyLimit } from '../middleware/body-limit.js'
 import { requireBearer } from '../middleware/bearer.js'
-import { countOnce } from '../middleware/rate-limit.js'
 import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
  * absent (404) when INTERNAL_TOKEN is unset.
  */
-export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
+export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier) {
   const app = new Hono<AppEnv>()
   app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal'))
 
@@ -27,8 +25,8 @@ export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: 
     }),
     async (c) => {
       c.header('Cache-Control', 'no-store')
-      const count = limits && ((apiKey: string) => countOnce(c, limits, 'verify', apiKey))
-      return c.body(await verifyAnswer(await c.req.text(), verifier, count), 200, { 'Content-Type': 'application/json' })
+      const { body, headers } = await verifyAnswer(await c.req.text(), verifier)
+      return c.body(body, 200, { 'Content-Type': 'application/json', ...headers })
     },
   )
   return app
