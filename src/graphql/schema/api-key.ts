@@ -6,7 +6,7 @@ import { parseAllowedCidrs } from '../../keys/cidr.js'
 import { parseKeyName, parseKeyPrefix } from '../../keys/format.js'
 import { decodeHistoryCursor, KEY_HISTORY_TYPES, keyHistory, type KeyHistoryEntry } from '../../keys/history.js'
 import { activeApiKey, createApiKey, revokeApiKey, type ApiKeyRecord } from '../../keys/service.js'
-import { checkUsageDays, usageOf, USAGE_RETENTION_DAYS, VERIFY_OUTCOMES, type UsageDay, type VerifyOutcome } from '../../keys/usage.js'
+import { checkUsageDays, usageOf, USAGE_RETENTION_DAYS, type UsageDay, type VerifyOutcome } from '../../keys/usage.js'
 
 // The API key record of spec §2 with the additions of docs/spec/decisions.md §13 (name, networks,
 // last use, time left), the owner's key history and usage. Every operation acts for the wallet of
@@ -153,8 +153,14 @@ builder.queryField('apiKeyEvents', (t) =>
 // Usage
 
 const VerificationCounts = builder.objectRef<Record<VerifyOutcome, number>>('ApiKeyVerificationCounts').implement({
-  description: 'Verifications by outcome: active (accepted), or the reason they were refused.',
-  fields: (t) => Object.fromEntries(VERIFY_OUTCOMES.map((o) => [o, t.exposeInt(o)])) as Record<VerifyOutcome, ReturnType<typeof t.exposeInt>>,
+  description: 'Verifications by outcome: active (accepted), or the reason they were refused (the verify answer\'s `reason`, in camelCase).',
+  fields: (t) => ({
+    active: t.exposeInt('active'),
+    revoked: t.exposeInt('revoked'),
+    expired: t.exposeInt('expired'),
+    notWhitelisted: t.exposeInt('not_whitelisted'),
+    ipNotAllowed: t.exposeInt('ip_not_allowed'),
+  }),
 })
 
 const UsageDayRef = builder.objectRef<UsageDay>('ApiKeyUsageDay').implement({

@@ -8,7 +8,7 @@ import { KEY_HISTORY_TYPES } from '../../keys/history.js'
 import { USAGE_RETENTION_DAYS, VERIFY_OUTCOMES } from '../../keys/usage.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
-import { component, envelope, page, selectionOf } from '../wire.js'
+import { type CamelKeys, component, envelope, page, selectionOf, snakeKeys } from '../wire.js'
 
 // Key management (spec §4): the spec's envelope around the GraphQL result; the record is camelCase
 // on the wire as in spec §2. The shim's default Cache-Control (no-store) applies: the create
@@ -214,6 +214,8 @@ export const apiKeyRoutes: RestRoute[] = [
     document: `query ApiKeyUsage($days: Int) { apiKeyUsage(days: $days) { ${selectionOf(Usage)} } }`,
     variables: ({ query }) => ({ days: query.days }),
     response: component('ApiKeyUsageResponse', envelope(Usage)),
-    shape: (data: { apiKeyUsage: z.infer<typeof Usage> }) => ok(data.apiKeyUsage),
+    // The counts are named by the verify answer's `reason` values (snake_case), the rest is camelCase like every key answer.
+    shape: (data: { apiKeyUsage: CamelKeys<z.infer<typeof Usage>> }) =>
+      ok({ ...data.apiKeyUsage, items: data.apiKeyUsage.items.map((item) => ({ ...item, counts: snakeKeys<z.infer<typeof Counts>>(item.counts) })) }),
   }),
 ]
