@@ -27,7 +27,8 @@ function encode(wallet: string, row: KeyHistoryRow): string {
 
 /** The position a cursor continues after; a 400 for a cursor we did not issue, or issued for another wallet. */
 export function decodeHistoryCursor(wallet: string, cursor: string, argument: CursorArgument = REST_CURSOR): KeyHistoryPosition {
-  const check = (p: unknown[]) => p.length === 3 && isCursorMs(p[0]) && typeof p[1] === 'string' && /^\d{1,19}$/.test(p[1]) && typeof p[2] === 'string' && UUID.test(p[2])
+  const check = (p: unknown[]) =>
+    p.length === 3 && isCursorMs(p[0]) && typeof p[1] === 'string' && /^\d{1,19}$/.test(p[1]) && typeof p[2] === 'string' && UUID.test(p[2])
   const [ms, seq, keyId] = codec.decode([wallet], cursor, check, argument)
   return { at: new Date(ms as number), seq: seq as string, keyId: keyId as string }
 }

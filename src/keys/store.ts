@@ -171,7 +171,9 @@ export interface KeyHistoryPosition {
  */
 export function keyHistoryPage(wallet: string, now: Date, after: KeyHistoryPosition | null, limit: number): Promise<KeyHistoryRow[]> {
   const continueAfter =
-    after === null ? Prisma.empty : Prisma.sql`WHERE (ev.at, ev.seq, ev.key_id) < (${after.at.toISOString()}::timestamptz, ${after.seq}::bigint, ${after.keyId}::uuid)`
+    after === null
+      ? Prisma.empty
+      : Prisma.sql`WHERE (ev.at, ev.seq, ev.key_id) < (${after.at.toISOString()}::timestamptz, ${after.seq}::bigint, ${after.keyId}::uuid)`
   return prisma.$queryRaw<KeyHistoryRow[]>`
     SELECT ev.type, ev.key_id::text AS key_id, ev.key_prefix, ev.at, ev.seq::text AS seq FROM (
       SELECT CASE WHEN e.action = 'created' THEN 'created'

@@ -54,12 +54,12 @@ const NO_STORE = { 'Cache-Control': { description: 'Always `no-store`.', schema:
 /** On every successful answer of /v1 and /graphql (the per-client-IP limit; absent when RATE_LIMIT_PUBLIC_PER_MINUTE is 0). */
 export const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
-    description:
-      'The per-client-IP limit (draft-ietf-httpapi-ratelimit-headers): `"ip";q=<requests>;w=60`, RATE_LIMIT_PUBLIC_PER_MINUTE requests a minute.',
+    description: 'The per-client-IP limit (draft-ietf-httpapi-ratelimit-headers): `"ip";q=<requests>;w=60`, RATE_LIMIT_PUBLIC_PER_MINUTE requests a minute.',
     schema: { type: 'string', pattern: '^"ip";q=[0-9]+;w=60$' },
   },
   RateLimit: {
-    description: 'Where this client stands: `"ip";r=<requests left>;t=<seconds until the window resets>`. Ignore it on an answer from a shared cache (Age > 0).',
+    description:
+      'Where this client stands: `"ip";r=<requests left>;t=<seconds until the window resets>`. Ignore it on an answer from a shared cache (Age > 0).',
     schema: { type: 'string', pattern: '^"ip";r=[0-9]+;t=[0-9]+$' },
   },
 }

@@ -404,10 +404,7 @@ export const httpOperations: OperationDoc[] = [
               keyId: z.string().nullable(),
               expiresAtMs: z.int().nullable(),
               expiresInMs: z.int().min(0).nullable().meta({ description: 'Milliseconds until the key expires (0 once it has); null for an unknown key.' }),
-              reason: z
-                .enum(['unknown', 'revoked', 'expired', 'not_whitelisted', 'ip_not_allowed'])
-                .nullable()
-                .meta({ description: 'Null when active.' }),
+              reason: z.enum(['unknown', 'revoked', 'expired', 'not_whitelisted', 'ip_not_allowed']).nullable().meta({ description: 'Null when active.' }),
               rateLimit: z
                 .object({
                   limit: z.int().min(1).meta({ description: 'Verifications of this key allowed per minute.' }),

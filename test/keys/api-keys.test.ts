@@ -46,7 +46,18 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
         apiKey: expect.any(String),
       }),
     )
-    expect(Object.keys(data)).toEqual(['id', 'keyPrefix', 'createdAtMs', 'expiresAtMs', 'revokedAtMs', 'name', 'allowedCidrs', 'lastUsedAtMs', 'expiresInMs', 'apiKey'])
+    expect(Object.keys(data)).toEqual([
+      'id',
+      'keyPrefix',
+      'createdAtMs',
+      'expiresAtMs',
+      'revokedAtMs',
+      'name',
+      'allowedCidrs',
+      'lastUsedAtMs',
+      'expiresInMs',
+      'apiKey',
+    ])
     expect(data.apiKey).toMatch(/^vaultgate_[1-9A-HJ-NP-Za-km-z]{44}$/)
     expect(KEY_LIFETIME_MS).toBe(30 * 86_400_000)
 

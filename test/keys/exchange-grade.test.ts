@@ -45,7 +45,13 @@ describe(`API keys with names and IP allowlists (${testBackend})`, () => {
     })
     expect(created.status).toBe(200)
     const allowedCidrs = ['203.0.113.0/24', '2001:db8::/32', '198.51.100.7/32', '192.0.2.0/24', '2001:db8::5/128']
-    expect(created.body.data).toMatchObject({ keyPrefix: 'desk', name: 'Market maker — desk 1', allowedCidrs, lastUsedAtMs: null, expiresInMs: KEY_LIFETIME_MS })
+    expect(created.body.data).toMatchObject({
+      keyPrefix: 'desk',
+      name: 'Market maker — desk 1',
+      allowedCidrs,
+      lastUsedAtMs: null,
+      expiresInMs: KEY_LIFETIME_MS,
+    })
     time.advance(1000)
     expect((await t.get(W1)).body).toEqual(
       ok({
@@ -76,7 +82,13 @@ describe(`API keys with names and IP allowlists (${testBackend})`, () => {
       {},
       await t.session([W1]),
     )
-    expect(body.data.createApiKey).toMatchObject({ keyPrefix: 'gql', name: 'bot', allowedCidrs: ['10.0.0.0/8', '::/0'], lastUsedAtMs: null, expiresInMs: KEY_LIFETIME_MS })
+    expect(body.data.createApiKey).toMatchObject({
+      keyPrefix: 'gql',
+      name: 'bot',
+      allowedCidrs: ['10.0.0.0/8', '::/0'],
+      lastUsedAtMs: null,
+      expiresInMs: KEY_LIFETIME_MS,
+    })
     const read = await t.graphql('{ apiKey { name allowedCidrs expiresInMs } }', {}, await t.session([W1]))
     expect(read.body.data.apiKey).toEqual({ name: 'bot', allowedCidrs: ['10.0.0.0/8', '::/0'], expiresInMs: KEY_LIFETIME_MS })
   })
@@ -366,7 +378,9 @@ describe(`usage per key and UTC day (${testBackend})`, () => {
         new Request('http://vaultgate.test/graphql', {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...(await t.session([W1])) },
-          body: JSON.stringify({ query: '{ apiKeyUsage(days: 2) { since items { day keyId total counts { active revoked ipNotAllowed notWhitelisted expired } } } }' }),
+          body: JSON.stringify({
+            query: '{ apiKeyUsage(days: 2) { since items { day keyId total counts { active revoked ipNotAllowed notWhitelisted expired } } } }',
+          }),
         }),
       )
       expect((await gql.json()).data.apiKeyUsage.items[2]).toEqual({
@@ -464,7 +478,10 @@ describe(`the owner's key history (${testBackend})`, () => {
     expect(pages).toEqual([all.slice(0, 4), all.slice(4, 8), all.slice(8)])
 
     const first = (await events(W1, '?limit=1')).body.data.next_cursor
-    expect(await events(W2, `?cursor=${first}`)).toEqual({ status: 400, body: bad('cursor was issued for a different wallet; start again from the first page.') })
+    expect(await events(W2, `?cursor=${first}`)).toEqual({
+      status: 400,
+      body: bad('cursor was issued for a different wallet; start again from the first page.'),
+    })
     expect(await events(W1, `?cursor=${first.slice(0, -2)}`)).toEqual({
       status: 400,
       body: bad('cursor is not a cursor this service issued; pass next_cursor exactly as received.'),

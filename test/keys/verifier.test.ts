@@ -36,7 +36,15 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     const res = await t.verify(key.apiKey)
     expect(res).toEqual({
       status: 200,
-      body: ok({ active: true, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, expiresInMs: key.expiresAtMs - time.now(), reason: null, rateLimit: RATE }),
+      body: ok({
+        active: true,
+        wallet: W1,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: null,
+        rateLimit: RATE,
+      }),
       headers: expect.anything(),
     })
     expect(res.headers.get('cache-control')).toBe('no-store')
@@ -104,7 +112,9 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     time.set(key.expiresAtMs)
     const { result, statements } = await recordSql(() => t.verify(key.apiKey))
     expect(statements).toEqual([])
-    expect(result.body).toEqual(ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, expiresInMs: 0, reason: 'expired', rateLimit: RATE }))
+    expect(result.body).toEqual(
+      ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, expiresInMs: 0, reason: 'expired', rateLimit: RATE }),
+    )
     // Once a new key replaces it, it stays `expired` (the revocation records why).
     time.advance(1000)
     await created()
@@ -116,7 +126,15 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     expect((await t.verify(key.apiKey)).body.data.active).toBe(true)
     expect((await t.revoke(W1)).body.data).toEqual({ revoked: true })
     expect((await t.verify(key.apiKey)).body).toEqual(
-      ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, expiresInMs: key.expiresAtMs - time.now(), reason: 'revoked', rateLimit: RATE }),
+      ok({
+        active: false,
+        wallet: W1,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: 'revoked',
+        rateLimit: RATE,
+      }),
     )
   })
 

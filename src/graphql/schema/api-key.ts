@@ -153,7 +153,7 @@ builder.queryField('apiKeyEvents', (t) =>
 // Usage
 
 const VerificationCounts = builder.objectRef<Record<VerifyOutcome, number>>('ApiKeyVerificationCounts').implement({
-  description: 'Verifications by outcome: active (accepted), or the reason they were refused (the verify answer\'s `reason`, in camelCase).',
+  description: "Verifications by outcome: active (accepted), or the reason they were refused (the verify answer's `reason`, in camelCase).",
   fields: (t) => ({
     active: t.exposeInt('active'),
     revoked: t.exposeInt('revoked'),
@@ -180,7 +180,11 @@ const Usage = builder.objectRef<{ days: number; since: string; items: UsageDay[]
   fields: (t) => ({
     days: t.exposeInt('days'),
     since: t.exposeString('since', { description: 'The first UTC date covered, YYYY-MM-DD (today is the last).' }),
-    items: t.field({ type: [UsageDayRef], description: 'Newest day first, then newest key; days without verifications are left out.', resolve: (u) => u.items }),
+    items: t.field({
+      type: [UsageDayRef],
+      description: 'Newest day first, then newest key; days without verifications are left out.',
+      resolve: (u) => u.items,
+    }),
   }),
 })
 

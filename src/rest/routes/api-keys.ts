@@ -206,7 +206,8 @@ export const apiKeyRoutes: RestRoute[] = [
         schema: { type: 'integer', minimum: 1, maximum: USAGE_RETENTION_DAYS, default: 30 },
         parse: (text: string | undefined, name: string) => {
           if (text === undefined) return 30
-          if (!/^[1-9]\d{0,2}$/.test(text) || Number(text) > USAGE_RETENTION_DAYS) throw badRequest(`${name} must be an integer from 1 to ${USAGE_RETENTION_DAYS}.`)
+          if (!/^[1-9]\d{0,2}$/.test(text) || Number(text) > USAGE_RETENTION_DAYS)
+            throw badRequest(`${name} must be an integer from 1 to ${USAGE_RETENTION_DAYS}.`)
           return Number(text)
         },
       } satisfies Param<number>,
