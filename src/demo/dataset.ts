@@ -642,6 +642,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
   return {
     vaults,
     compositions: PLANS.flatMap((p) => compositions(rng, p, starts.get(p.id)!, ends.get(p.id)!, now)),
+    vault_snapshots: [],
     transactions,
   }
 }

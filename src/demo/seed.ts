@@ -20,8 +20,10 @@ export async function seedDemoIfEmpty(
   if (await hasVaults(db)) return { seeded: false }
   const onProgress = opts.onProgress ?? (() => {})
   onProgress('Generating demo data')
-  const doc = generateDemoDataset({ seed: opts.seed, now: opts.now ?? new Date() })
-  const counts = await importDocument(doc, db, { onProgress: (p) => onProgress(`Loading demo ${p.kind}`, p.done, p.total) })
+  const now = opts.now ?? new Date()
+  const doc = generateDemoDataset({ seed: opts.seed, now })
+  // Imported "at" the dataset's now: vault records whose values are not its last snapshot's would be recorded then.
+  const counts = await importDocument(doc, db, { clock: () => now, onProgress: (p) => onProgress(`Loading demo ${p.kind}`, p.done, p.total) })
   return { seeded: true, counts, hints: demoHints(doc) }
 }
 

@@ -129,7 +129,8 @@ const vaultSchema = z.strictObject({
   chain_id: nullable(text(100)),
   symbol: required(text(100)),
   base_asset: required(text(100)),
-  base_asset_price_usd: required(amount),
+  // Null (or left out) when unknown (decisions §9): tvl_usd and position_value_usd are null then.
+  base_asset_price_usd: nullable(amount),
   status: required(oneOf(Object.values(VaultStatus))),
   tvl: required(amount),
   share_price: required(amount),
@@ -170,6 +171,15 @@ const compositionSchema = z.strictObject({
   positions: z.array(positionSchema),
 })
 
+/** One observation of a vault's live values (decisions §9). */
+const vaultSnapshotSchema = z.strictObject({
+  vault_id: required(id),
+  as_of: required(timestamp),
+  share_price: required(amount),
+  tvl: required(amount),
+  base_asset_price_usd: nullable(amount),
+})
+
 const transactionSchema = z.strictObject({
   id: required(id),
   vault_id: required(id),
@@ -186,6 +196,7 @@ const transactionSchema = z.strictObject({
 const documentSchema = z.strictObject({
   vaults: z.array(vaultSchema).default([]),
   compositions: z.array(compositionSchema).default([]),
+  vault_snapshots: z.array(vaultSnapshotSchema).default([]),
   transactions: z.array(transactionSchema).default([]),
 })
 
@@ -199,10 +210,11 @@ export type ImportDocument = z.output<typeof documentSchema>
 export type ImportVault = z.output<typeof vaultSchema>
 export type ImportComposition = z.output<typeof compositionSchema>
 export type ImportPosition = z.output<typeof positionSchema>
+export type ImportVaultSnapshot = z.output<typeof vaultSnapshotSchema>
 export type ImportTransaction = z.output<typeof transactionSchema>
 
 /** The keys of the records of each section: the columns src/importer/write.ts writes. */
-export const importShapes = { vaults: vaultSchema.shape, transactions: transactionSchema.shape }
+export const importShapes = { vaults: vaultSchema.shape, vault_snapshots: vaultSnapshotSchema.shape, transactions: transactionSchema.shape }
 
 export interface Issue {
   path: readonly PropertyKey[]
@@ -279,6 +291,17 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
         })
       else firstPosition.set(pkey, j)
     })
+  })
+  const firstVaultSnapshot = new Map<string, number>()
+  doc.vault_snapshots.forEach((s, i) => {
+    const key = `${s.vault_id}\u0000${s.as_of}`
+    const first = firstVaultSnapshot.get(key)
+    if (first !== undefined)
+      issues.push({
+        path: ['vault_snapshots', i, 'as_of'],
+        message: `duplicate snapshot of vault "${s.vault_id}" at ${s.as_of} (first at vault_snapshots[${first}])`,
+      })
+    else firstVaultSnapshot.set(key, i)
   })
   const firstTx = new Map<string, number>()
   doc.transactions.forEach((t, i) => {

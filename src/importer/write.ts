@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../core/clock.js'
 import { prisma, type Db } from '../db/client.js'
 import type { Prisma } from '../generated/prisma/client.js'
 import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
@@ -16,18 +17,21 @@ type Tx = Prisma.TransactionClient
 export interface ImportCounts {
   vaults: number
   compositions: number
+  /** Rows of the document's `vault_snapshots` section (not the snapshots vault records add). */
+  vault_snapshots: number
   transactions: number
 }
 
 /** Where a long import is: rows of each kind written so far (for a progress display). */
 export interface ImportProgress {
-  kind: 'vaults' | 'compositions' | 'transactions'
+  kind: 'vaults' | 'compositions' | 'vault_snapshots' | 'transactions'
   done: number
   total: number
 }
 
 /** Rows per statement: large enough to amortise the round trip, small enough to bound memory. */
 const TRANSACTION_CHUNK = 5000
+const VAULT_SNAPSHOT_CHUNK = 5000
 const COMPOSITION_CHUNK = 2000
 
 function chunks<T>(rows: T[], size: number): T[][] {
@@ -38,6 +42,7 @@ function chunks<T>(rows: T[], size: number): T[][] {
 
 /** `INSERT … SELECT FROM jsonb_populate_recordset(NULL::table, $1) ON CONFLICT (key) DO UPDATE` over the named columns. */
 function upsertSql(table: string, columns: string[], key: string[], extraUpdates = ''): string {
+  if (columns.every((n) => key.includes(n))) throw new Error(`upsertSql: ${table} has no column to update`)
   const names = columns.map((n) => `"${n}"`).join(', ')
   const updates = columns
     .filter((n) => !key.includes(n))
@@ -147,14 +152,61 @@ const ALLOCATION_INSERT = `INSERT INTO allocations (snapshot_id, platform, asset
   JOIN composition_snapshots s ON s.vault_id = r.vault_id AND s.as_of = r.as_of
   CROSS JOIN LATERAL jsonb_populate_recordset(NULL::allocations, r.positions) AS p`
 
+// ---------------------------------------------------------------------------------------------
+// Vault snapshots and live values (decisions §9). Live values and history never disagree: a
+// vault's tvl, share_price and base_asset_price_usd are always those of its newest snapshot.
+//  1. The document's snapshots are upserted on (vault_id, as_of).
+//  2. A vault record whose live values differ from its vault's newest snapshot (after step 1) is
+//     recorded as a snapshot at the import's time. Values equal to the newest snapshot's add
+//     nothing, so the same document imported twice writes no second snapshot, and a writer that
+//     sends snapshots with the record they end on (the chain source) adds no wall-clock point.
+//  3. Every vault the document touched takes the values of its newest snapshot, whichever
+//     section that came from: snapshots newer than the record win, as do snapshots newer than the
+//     vault's previous live values.
+
+const vaultSnapshotColumns = Object.keys(importShapes.vault_snapshots)
+const VAULT_SNAPSHOT_UPSERT = upsertSql('vault_snapshots', vaultSnapshotColumns, ['vault_id', 'as_of'])
+
+/** The newest snapshot of the vault `idExpr`, as a lateral subquery (one backward probe of the key). */
+const newestSnapshot = (idExpr: string) =>
+  `(SELECT s.share_price, s.tvl, s.base_asset_price_usd FROM vault_snapshots s WHERE s.vault_id = ${idExpr} ORDER BY s.as_of DESC LIMIT 1)`
+
+const RECORD_SNAPSHOTS = `INSERT INTO vault_snapshots (vault_id, as_of, share_price, tvl, base_asset_price_usd)
+  SELECT r.id, $2::timestamptz, r.share_price, r.tvl, r.base_asset_price_usd
+  FROM jsonb_populate_recordset(NULL::vaults, $1::jsonb) AS r
+  LEFT JOIN LATERAL ${newestSnapshot('r.id')} n ON true
+  WHERE n.share_price IS NULL
+     OR (n.share_price, n.tvl, n.base_asset_price_usd) IS DISTINCT FROM (r.share_price, r.tvl, r.base_asset_price_usd)
+  ON CONFLICT (vault_id, as_of) DO UPDATE
+    SET share_price = EXCLUDED.share_price, tvl = EXCLUDED.tvl, base_asset_price_usd = EXCLUDED.base_asset_price_usd`
+
+/** Sets the live values of the vaults in $1 (a JSON array of ids) to their newest snapshot's, where they differ. */
+const liveValuesUpdate = (returning: string) => `UPDATE vaults v
+  SET share_price = n.share_price, tvl = n.tvl, base_asset_price_usd = n.base_asset_price_usd, updated_at = CURRENT_TIMESTAMP
+  FROM (SELECT DISTINCT id FROM jsonb_array_elements_text($1::jsonb) AS i(id)) i
+  CROSS JOIN LATERAL ${newestSnapshot('i.id')} n
+  WHERE v.id = i.id
+    AND (v.share_price, v.tvl, v.base_asset_price_usd) IS DISTINCT FROM (n.share_price, n.tvl, n.base_asset_price_usd)
+  ${returning}`
+const LIVE_VALUES_UPDATE = liveValuesUpdate('')
+// With webhooks: a vault whose live values moved is a changed vault (vault.updated, "values").
+const LIVE_VALUES_UPDATE_CAPTURING = `WITH moved AS (${liveValuesUpdate('RETURNING v.id')})
+  INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status) SELECT 'vault_values', id, NULL FROM moved
+  ON CONFLICT (kind, id) DO NOTHING`
+
 /** Above this many rows, refresh planner statistics: PGlite has no autovacuum to do it. */
 const ANALYZE_THRESHOLD = 1000
 
-/** Compositions and transactions may only name vaults of the document or of the database. */
+/** Compositions, vault snapshots and transactions may only name vaults of the document or of the database. */
 async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> {
   const known = new Set(doc.vaults.map((v) => v.id))
   const refs: { path: (string | number)[]; id: string }[] = []
-  for (const [section, rows] of [['compositions', doc.compositions] as const, ['transactions', doc.transactions] as const]) {
+  const sections = [
+    ['compositions', doc.compositions],
+    ['vault_snapshots', doc.vault_snapshots],
+    ['transactions', doc.transactions],
+  ] as const
+  for (const [section, rows] of sections) {
     rows.forEach((r, i) => {
       if (!known.has(r.vault_id)) refs.push({ path: [section, i, 'vault_id'], id: r.vault_id })
     })
@@ -168,27 +220,36 @@ async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> 
 
 /**
  * Validates `doc`, then writes it in one transaction: vaults and transactions are upserted by id,
- * composition snapshots by (vault_id, as_of) with their allocations replaced. All or nothing.
+ * composition snapshots by (vault_id, as_of) with their allocations replaced, vault snapshots by
+ * (vault_id, as_of); vault records with new live values add a snapshot at `clock()`, and every
+ * vault touched ends with its newest snapshot's live values (see above). All or nothing.
  * Returns the rows written (inserted or updated) per kind.
  */
 export async function importDocument(
   doc: unknown,
   db: Db = prisma,
-  { onProgress = () => {} }: { onProgress?: (p: ImportProgress) => void } = {},
+  { onProgress = () => {}, clock = systemClock }: { onProgress?: (p: ImportProgress) => void; clock?: Clock } = {},
 ): Promise<ImportCounts> {
   const data = validateImportDocument(doc)
+  const importedAt = clock().toISOString()
   // PGlite has a single connection: everything below must go through `tx`, never `db`.
   return db.$transaction(
     async (tx) => {
       await checkVaultReferences(tx, data)
       // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
       const capture = await beginChangeCapture(tx)
-      const counts: ImportCounts = { vaults: 0, compositions: 0, transactions: 0 }
-      if (data.vaults.length > 0) {
-        const json = JSON.stringify(data.vaults.map(vaultRow))
-        counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, json) : await tx.$executeRawUnsafe(VAULT_UPSERT, json)
-      }
+      const counts: ImportCounts = { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 }
+      const vaultRows = JSON.stringify(data.vaults.map(vaultRow))
+      if (data.vaults.length > 0)
+        counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, vaultRows) : await tx.$executeRawUnsafe(VAULT_UPSERT, vaultRows)
       onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
+      for (const chunk of chunks(data.vault_snapshots, VAULT_SNAPSHOT_CHUNK)) {
+        counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, JSON.stringify(chunk))
+        onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: data.vault_snapshots.length })
+      }
+      if (data.vaults.length > 0) await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt)
+      const touched = [...new Set([...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id)])]
+      if (touched.length > 0) await tx.$executeRawUnsafe(capture?.vaults ? LIVE_VALUES_UPDATE_CAPTURING : LIVE_VALUES_UPDATE, JSON.stringify(touched))
       for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
         const json = JSON.stringify(chunk)
         if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
@@ -208,8 +269,8 @@ export async function importDocument(
         written += chunk.length
         onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
       }
-      if (counts.compositions + counts.transactions >= ANALYZE_THRESHOLD)
-        await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, transactions')
+      if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
+        await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
       if (capture) await emitCapturedChanges(tx, capture)
       // Every gateway process drops the answers it derived from the old data (response caches).
       await announceDataChange(tx)

@@ -44,7 +44,9 @@ const GraphQLResult = component(
     .meta({ description: 'A GraphQL execution result; errors carry `extensions.code` with the REST error codes.' }),
 )
 
-const ImportVault = VaultSchema.extend({ base_asset_price_usd: Amount.meta({ description: 'USD price of one base-asset unit.' }) })
+const ImportVault = VaultSchema.extend({
+  base_asset_price_usd: Amount.nullable().optional().meta({ description: 'USD price of one base-asset unit; null (or left out) when unknown.' }),
+})
 const ImportDocument = component(
   'ImportDocument',
   z
@@ -61,6 +63,18 @@ const ImportDocument = component(
           }),
         )
         .optional(),
+      vault_snapshots: z
+        .array(
+          z.object({
+            vault_id: z.string(),
+            as_of: z.string().meta({ description: 'An RFC 3339 timestamp.' }),
+            share_price: Amount,
+            tvl: Amount,
+            base_asset_price_usd: Amount.nullable().optional().meta({ description: 'Null (or left out) when unknown.' }),
+          }),
+        )
+        .optional()
+        .meta({ description: "Observations of a vault's live values; the newest becomes the vault's tvl, share_price and USD price." }),
       transactions: z
         .array(
           z.object({
@@ -80,12 +94,12 @@ const ImportDocument = component(
     })
     .meta({
       description:
-        'Vaults in the REST wire shape plus base_asset_price_usd (nullable fields may be left out), composition snapshots, and transactions with address, shares and completed_at. Validated whole before anything is written; the same ids imported again update in place.',
+        'Vaults in the REST wire shape plus base_asset_price_usd (nullable fields may be left out), composition snapshots, vault snapshots, and transactions with address, shares and completed_at. Validated whole before anything is written; the same ids (snapshots: the same vault and as_of) imported again update in place. A vault record whose live values differ from its newest snapshot records a snapshot at the import time.',
     }),
 )
 
 const ImportCounts = z
-  .object({ vaults: z.int(), compositions: z.int(), transactions: z.int() })
+  .object({ vaults: z.int(), compositions: z.int(), vault_snapshots: z.int(), transactions: z.int() })
   .meta({ description: 'Rows written (inserted or updated) per kind.' })
 
 const walletParam: Param<string> = {

@@ -268,7 +268,7 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
   })
   // The importer's rules across records (ids once, min_deposit ≤ max_deposit) once every record is valid, as it does.
   if (importerIssues.length === 0 && vaults.every((v) => v !== undefined))
-    importerIssues.push(...consistencyIssues({ vaults: vaults as ImportVault[], compositions: [], transactions: [] }))
+    importerIssues.push(...consistencyIssues({ vaults: vaults as ImportVault[], compositions: [], vault_snapshots: [], transactions: [] }))
 
   if (issues.length + importerIssues.length > 0) throw new SourcesConfigError(problemsOf([...issues, ...importerIssues]), where)
 

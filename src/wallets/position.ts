@@ -16,7 +16,8 @@ export interface PositionTotals {
 
 export interface VaultPrices {
   sharePrice: DecimalLike
-  baseAssetPriceUsd: DecimalLike
+  /** Null when unknown (decisions §9). */
+  baseAssetPriceUsd: DecimalLike | null
 }
 
 /** The spec's "User position summary" (its `as_of` is the request time), amounts formatted for the wire (docs/spec/decisions.md §3). */
@@ -24,7 +25,8 @@ export interface PositionSummary {
   vaultId: string
   shareBalance: string
   sharePrice: string
-  positionValueUsd: string
+  /** Null while the vault's base-asset USD price is unknown. */
+  positionValueUsd: string | null
   totalDeposits: string
   allTimeEarned: string
   firstDepositAt: Date
@@ -48,7 +50,7 @@ export function summarizePosition(vaultId: string, totals: PositionTotals, price
     vaultId,
     shareBalance: formatAmount(balance),
     sharePrice: formatAmount(prices.sharePrice),
-    positionValueUsd: formatDerivedAmount(valueInBase.times(dec(prices.baseAssetPriceUsd))),
+    positionValueUsd: prices.baseAssetPriceUsd === null ? null : formatDerivedAmount(valueInBase.times(dec(prices.baseAssetPriceUsd))),
     totalDeposits: formatAmount(deposits),
     allTimeEarned: formatDerivedAmount(valueInBase.plus(dec(totals.outflowAmount)).minus(deposits)),
     firstDepositAt: totals.firstDepositAt,

@@ -88,7 +88,7 @@ interface TotalsRow {
   address: string
   vault_id: string
   share_price: string
-  base_asset_price_usd: string
+  base_asset_price_usd: string | null
   deposited_shares: string
   outflow_shares: string
   deposit_amount: string

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.js'
 import { openDatabase } from '../../src/db/client.js'
@@ -30,6 +31,44 @@ describe(`migrations (${testBackend})`, () => {
         finished: true,
       })),
     )
+  })
+
+  it('backfills one vault snapshot per existing vault from its live values', async () => {
+    // The migrations before vault_snapshots, a vault written by that schema, then the migration itself.
+    const local = await readLocalMigrations()
+    const at = local.findIndex((m) => m.name.endsWith('_vault_snapshots'))
+    expect(at).toBeGreaterThan(0)
+    const pglite = new PGlite()
+    try {
+      for (const m of local.slice(0, at)) await pglite.exec(m.sql)
+      await pglite.exec(`INSERT INTO vaults (id, name, chain, symbol, base_asset, base_asset_price_usd, status, tvl, share_price, perf_fee_bps,
+          contract_address, api_endpoint, updated_at)
+        VALUES ('old-usdc', 'Old', 'ethereum', 'vU', 'USDC', 0.9998, 'active', 1234567.000000000000000001, 1.05, 0, '0xaa', 'https://x', '2026-01-02T03:04:05.678Z'),
+               ('old-eth', 'Old ETH', 'base', 'vE', 'ETH', 3000, 'paused', 0, 1, 0, '0xbb', 'https://y', '2026-02-03T00:00:00Z')`)
+      await pglite.exec(local[at]!.sql)
+      const { rows } = await pglite.query(
+        `SELECT vault_id, to_char(as_of AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS as_of, share_price::text, tvl::text, base_asset_price_usd::text
+         FROM vault_snapshots ORDER BY vault_id`,
+      )
+      expect(rows).toEqual([
+        {
+          vault_id: 'old-eth',
+          as_of: '2026-02-03T00:00:00.000Z',
+          share_price: '1.000000000000000000',
+          tvl: '0.000000000000000000',
+          base_asset_price_usd: '3000.000000000000000000',
+        },
+        {
+          vault_id: 'old-usdc',
+          as_of: '2026-01-02T03:04:05.678Z',
+          share_price: '1.050000000000000000',
+          tvl: '1234567.000000000000000001',
+          base_asset_price_usd: '0.999800000000000000',
+        },
+      ])
+    } finally {
+      await pglite.close()
+    }
   })
 
   it('applies nothing the second time', async () => {

@@ -112,7 +112,12 @@ describe(`demo seeding (${testBackend})`, () => {
     const result = await seedDemoIfEmpty(db.prisma, { now })
     expect(result).toEqual({
       seeded: true,
-      counts: { vaults: expected.vaults.length, compositions: expected.compositions.length, transactions: expected.transactions.length },
+      counts: {
+        vaults: expected.vaults.length,
+        compositions: expected.compositions.length,
+        vault_snapshots: expected.vault_snapshots.length,
+        transactions: expected.transactions.length,
+      },
       hints: demoHints(expected),
     })
     expect(await db.prisma.allocation.count()).toBe(expected.compositions.reduce((n, c) => n + c.positions.length, 0))

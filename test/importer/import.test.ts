@@ -102,17 +102,19 @@ describe(`import (${testBackend})`, () => {
     vaults: await db.prisma.vault.count(),
     snapshots: await db.prisma.compositionSnapshot.count(),
     allocations: await db.prisma.allocation.count(),
+    vaultSnapshots: await db.prisma.vaultSnapshot.count(),
     transactions: await db.prisma.transaction.count(),
   })
 
   it('imports a valid document, returns the counts written and stores every value exactly', async () => {
-    expect(await importDocument(document())).toEqual({ vaults: 2, compositions: 2, transactions: 3 })
-    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, transactions: 3 })
+    expect(await importDocument(document())).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
+    // Each vault record recorded its live values as a snapshot.
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, vaultSnapshots: 2, transactions: 3 })
 
     const v = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'usdc-main' } })
     expect({
       ...v,
-      baseAssetPriceUsd: v.baseAssetPriceUsd.toFixed(),
+      baseAssetPriceUsd: v.baseAssetPriceUsd?.toFixed(),
       tvl: v.tvl.toFixed(),
       sharePrice: v.sharePrice.toFixed(),
       maxDeposit: v.maxDeposit?.toFixed(),
@@ -255,8 +257,9 @@ describe(`import (${testBackend})`, () => {
       completed_at: '2026-11-22T08:00:00Z',
     })
 
-    expect(await importDocument(doc)).toEqual({ vaults: 2, compositions: 2, transactions: 3 })
-    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, transactions: 3 })
+    expect(await importDocument(doc)).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
+    // usdc-main's new live values are a new snapshot; weth-lite's unchanged ones add none.
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, vaultSnapshots: 3, transactions: 3 })
 
     const v = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'usdc-main' } })
     expect([v.name, v.tvl.toFixed(), v.status, v.description]).toEqual(['Main USDC v2', '13000000', 'closed', null])
@@ -280,12 +283,12 @@ describe(`import (${testBackend})`, () => {
       compositions: [{ vault_id: 'weth-lite', as_of: '2026-11-22T00:00:00Z', positions: [] }],
       transactions: [tx('t4', { vault_id: 'weth-lite' })],
     })
-    expect(counts).toEqual({ vaults: 0, compositions: 1, transactions: 1 })
-    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 3, allocations: 3, transactions: 4 })
+    expect(counts).toEqual({ vaults: 0, compositions: 1, vault_snapshots: 0, transactions: 1 })
+    expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 3, allocations: 3, vaultSnapshots: 3, transactions: 4 })
   })
 
   it('accepts an empty document', async () => {
-    expect(await importDocument({})).toEqual({ vaults: 0, compositions: 0, transactions: 0 })
+    expect(await importDocument({})).toEqual({ vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 })
   })
 
   const newVault = { ...minimalVault, id: 'brand-new' }
@@ -378,6 +381,47 @@ describe(`import (${testBackend})`, () => {
       },
       'compositions[0].positions: pct values must sum to 100 (± 0.01); they sum to 99.98',
     ],
+    [
+      'a duplicate vault snapshot (same instant, different notation)',
+      {
+        vault_snapshots: [
+          { vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '1' },
+          { vault_id: 'usdc-main', as_of: '2026-11-21T13:00:00.000+01:00', share_price: '1.1', tvl: '1' },
+        ],
+      },
+      'vault_snapshots[1].as_of: duplicate snapshot of vault "usdc-main" at 2026-11-21T12:00:00.000Z (first at vault_snapshots[0])',
+    ],
+    [
+      'a vault snapshot of an unknown vault, after valid ones',
+      {
+        vaults: [newVault],
+        vault_snapshots: [
+          { vault_id: 'brand-new', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '1' },
+          { vault_id: 'nope', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '1' },
+        ],
+      },
+      'vault_snapshots[1].vault_id: unknown vault "nope"',
+    ],
+    [
+      'a vault snapshot without a share price',
+      { vault_snapshots: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', tvl: '1' }] },
+      'vault_snapshots[0].share_price: is required',
+    ],
+    [
+      'a vault snapshot with a negative tvl',
+      { vault_snapshots: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '-5' }] },
+      'vault_snapshots[0].tvl: must not be negative',
+    ],
+    [
+      'a vault snapshot with a numeric USD price',
+      { vault_snapshots: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '1', base_asset_price_usd: 1 }] },
+      'vault_snapshots[0].base_asset_price_usd: must be a decimal string such as "1.5"',
+    ],
+    [
+      'a vault snapshot with an unknown field',
+      { vault_snapshots: [{ vault_id: 'usdc-main', as_of: '2026-11-21T12:00:00Z', share_price: '1', tvl: '1', apy: '5' }] },
+      'vault_snapshots[0].apy: is not a known field',
+    ],
     ['a NUL character', { vaults: [{ ...fullVault, name: 'a\u0000b' }] }, 'vaults[0].name: must not contain NUL characters'],
     [
       'an id with a slash',
@@ -428,5 +472,147 @@ describe(`import (${testBackend})`, () => {
       inception_date: null,
     })
     expect(doc.transactions[0]).toMatchObject({ address: ALICE.toLowerCase(), amount: '0', timestamp: '2026-11-21T17:30:00.123Z', completed_at: null })
+  })
+})
+
+describe(`vault snapshots and live values (${testBackend})`, () => {
+  let db: Database
+  beforeAll(async () => {
+    db = await testDatabase()
+  })
+  afterAll(() => db?.close())
+
+  const at = (iso: string) => ({ clock: () => new Date(iso) })
+  const snap = (vault_id: string, as_of: string, share_price: string, tvl: string, base_asset_price_usd: string | null = '1') => ({
+    vault_id,
+    as_of,
+    share_price,
+    tvl,
+    base_asset_price_usd,
+  })
+  const history = async (vaultId: string) =>
+    (await db.prisma.vaultSnapshot.findMany({ where: { vaultId }, orderBy: { asOf: 'asc' } })).map((s) => [
+      s.asOf.toISOString(),
+      s.sharePrice.toFixed(),
+      s.tvl.toFixed(),
+      s.baseAssetPriceUsd?.toFixed() ?? null,
+    ])
+  const live = async (id: string) => {
+    const v = await db.prisma.vault.findUniqueOrThrow({ where: { id } })
+    return [v.sharePrice.toFixed(), v.tvl.toFixed(), v.baseAssetPriceUsd?.toFixed() ?? null]
+  }
+  const vault = (id: string, fields: Record<string, unknown> = {}) => ({ ...minimalVault, id, ...fields })
+
+  it('records a vault record as a snapshot of its live values at the import time, once', async () => {
+    await importDocument({ vaults: [vault('v1', { share_price: '1.25', tvl: '1000', base_asset_price_usd: '2' })] }, db.prisma, at('2026-11-01T00:00:00Z'))
+    expect(await history('v1')).toEqual([['2026-11-01T00:00:00.000Z', '1.25', '1000', '2']])
+    // The same record again (values written in another notation): nothing new to record.
+    await importDocument({ vaults: [vault('v1', { share_price: '1.250', tvl: '1000.0', base_asset_price_usd: '2' })] }, db.prisma, at('2026-11-02T00:00:00Z'))
+    expect(await history('v1')).toEqual([['2026-11-01T00:00:00.000Z', '1.25', '1000', '2']])
+    // New live values: a second point.
+    await importDocument({ vaults: [vault('v1', { share_price: '1.26', tvl: '1000', base_asset_price_usd: '2' })] }, db.prisma, at('2026-11-03T00:00:00Z'))
+    expect(await history('v1')).toEqual([
+      ['2026-11-01T00:00:00.000Z', '1.25', '1000', '2'],
+      ['2026-11-03T00:00:00.000Z', '1.26', '1000', '2'],
+    ])
+    expect(await live('v1')).toEqual(['1.26', '1000', '2'])
+  })
+
+  it('upserts vault_snapshots on (vault_id, as_of), counts them, and moves the live values to the newest', async () => {
+    await importDocument({ vaults: [vault('v2', { share_price: '1', tvl: '10' })] }, db.prisma, at('2026-11-01T00:00:00Z'))
+    const counts = await importDocument(
+      {
+        vault_snapshots: [
+          snap('v2', '2026-11-02T00:00:00Z', '1.01', '20'),
+          snap('v2', '2026-11-04T00:00:00Z', '1.03', '40', null),
+          snap('v2', '2026-11-03T00:00:00Z', '1.02', '30'),
+        ],
+      },
+      db.prisma,
+      at('2026-11-05T00:00:00Z'),
+    )
+    expect(counts).toEqual({ vaults: 0, compositions: 0, vault_snapshots: 3, transactions: 0 })
+    expect(await live('v2')).toEqual(['1.03', '40', null])
+    // The same key again updates in place; an older snapshot leaves the live values alone.
+    expect(
+      await importDocument(
+        { vault_snapshots: [snap('v2', '2026-11-04T01:00:00+01:00', '1.035', '41'), snap('v2', '2026-10-01T00:00:00Z', '0.9', '5')] },
+        db.prisma,
+        at('2026-11-05T00:00:00Z'),
+      ),
+    ).toMatchObject({ vault_snapshots: 2 })
+    expect(await history('v2')).toEqual([
+      ['2026-10-01T00:00:00.000Z', '0.9', '5', '1'],
+      ['2026-11-01T00:00:00.000Z', '1', '10', '3400'],
+      ['2026-11-02T00:00:00.000Z', '1.01', '20', '1'],
+      ['2026-11-03T00:00:00.000Z', '1.02', '30', '1'],
+      ['2026-11-04T00:00:00.000Z', '1.035', '41', '1'],
+    ])
+    expect(await live('v2')).toEqual(['1.035', '41', '1'])
+  })
+
+  it('adds no wall-clock point when a record comes with snapshots ending on its values (a chain source)', async () => {
+    await importDocument(
+      {
+        vaults: [vault('v3', { share_price: '1.5', tvl: '300', base_asset_price_usd: null })],
+        vault_snapshots: [snap('v3', '2026-11-01T10:00:00Z', '1.4', '200', null), snap('v3', '2026-11-01T11:00:00Z', '1.5', '300', null)],
+      },
+      db.prisma,
+      at('2026-11-01T11:00:07Z'),
+    )
+    expect(await history('v3')).toEqual([
+      ['2026-11-01T10:00:00.000Z', '1.4', '200', null],
+      ['2026-11-01T11:00:00.000Z', '1.5', '300', null],
+    ])
+    expect(await live('v3')).toEqual(['1.5', '300', null])
+  })
+
+  it('keeps the live values on the newest snapshot even when a record names older values', async () => {
+    await importDocument(
+      {
+        vaults: [vault('v4', { share_price: '2', tvl: '50' })],
+        vault_snapshots: [snap('v4', '2026-12-01T00:00:00Z', '2.2', '55')],
+      },
+      db.prisma,
+      at('2026-11-15T00:00:00Z'),
+    )
+    // The record's values are a snapshot at the import time, but a newer one exists: it is the live one.
+    expect(await history('v4')).toEqual([
+      ['2026-11-15T00:00:00.000Z', '2', '50', '3400'],
+      ['2026-12-01T00:00:00.000Z', '2.2', '55', '1'],
+    ])
+    expect(await live('v4')).toEqual(['2.2', '55', '1'])
+    // Metadata of the record is kept all the same.
+    expect((await db.prisma.vault.findUniqueOrThrow({ where: { id: 'v4' } })).name).toBe('WETH Lite')
+  })
+
+  it('stores an unknown USD price as null, in the vault and in its snapshot', async () => {
+    const { base_asset_price_usd: _left_out, ...noPrice } = vault('v5')
+    await importDocument({ vaults: [noPrice] }, db.prisma, at('2026-11-01T00:00:00Z'))
+    expect(await live('v5')).toEqual(['1', '0', null])
+    expect(await history('v5')).toEqual([['2026-11-01T00:00:00.000Z', '1', '0', null]])
+    // A price becoming known is new live values: a new point.
+    await importDocument({ vaults: [vault('v5', { base_asset_price_usd: '3000' })] }, db.prisma, at('2026-11-02T00:00:00Z'))
+    expect(await history('v5')).toEqual([
+      ['2026-11-01T00:00:00.000Z', '1', '0', null],
+      ['2026-11-02T00:00:00.000Z', '1', '0', '3000'],
+    ])
+  })
+
+  it('writes nothing of a document rejected for one bad snapshot', async () => {
+    const before = await db.prisma.vaultSnapshot.count()
+    const doc = {
+      vaults: [vault('v6')],
+      vault_snapshots: [
+        ...Array.from({ length: 20 }, (_, i) => snap('v6', new Date(Date.UTC(2026, 0, 1, i)).toISOString(), '1', '1')),
+        snap('v6', 'yesterday', '1', '1'),
+      ],
+    }
+    await expect(importDocument(doc, db.prisma)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^vault_snapshots\[20\]\.as_of: /),
+    })
+    expect(await db.prisma.vaultSnapshot.count()).toBe(before)
+    expect(await db.prisma.vault.findUnique({ where: { id: 'v6' } })).toBeNull()
   })
 })

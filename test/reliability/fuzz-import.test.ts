@@ -42,6 +42,7 @@ const valid = () => ({
       positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
     },
   ],
+  vault_snapshots: [{ vault_id: 'fz1', as_of: '2026-01-01T00:00:00.000Z', share_price: '1', tvl: '900', base_asset_price_usd: '1' }],
   transactions: [
     {
       id: 'ft1',
@@ -126,7 +127,9 @@ const body = fc.oneof(
   { weight: 1, arbitrary: nastyJson.map((v) => JSON.stringify(v) ?? '') },
   {
     weight: 1,
-    arbitrary: fc.record({ vaults: nastyJson, compositions: nastyJson, transactions: nastyJson }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+    arbitrary: fc
+      .record({ vaults: nastyJson, compositions: nastyJson, vault_snapshots: nastyJson, transactions: nastyJson }, { requiredKeys: [] })
+      .map((v) => JSON.stringify(v)),
   },
   { weight: 1, arbitrary: fc.oneof(nastyString, fc.constantFrom('{', '{"vaults":[', '\u0000', 'null')) },
 )
@@ -144,7 +147,7 @@ describe(`the import document under random input (${testBackend})`, () => {
   it('imports the document or refuses it whole with bad_request, never a 500', async () => {
     expect((await classify(await post(JSON.stringify(valid())))).body).toEqual({
       status: 'ok',
-      data: { vaults: 1, compositions: 1, transactions: 1 },
+      data: { vaults: 1, compositions: 1, vault_snapshots: 1, transactions: 1 },
       server_time_ms: expect.any(Number),
     })
     const tally = new Tally('import fuzz')
@@ -157,7 +160,7 @@ describe(`the import document under random input (${testBackend})`, () => {
         if (res.status === 200)
           expect(await copy.json()).toEqual({
             status: 'ok',
-            data: { vaults: expect.any(Number), compositions: expect.any(Number), transactions: expect.any(Number) },
+            data: { vaults: expect.any(Number), compositions: expect.any(Number), vault_snapshots: expect.any(Number), transactions: expect.any(Number) },
             server_time_ms: expect.any(Number),
           })
       }),

@@ -121,5 +121,6 @@ export const walletTransactions: ImportTransaction[] = [
 export const explorerDocument: ImportDocument = {
   vaults: [fullVault, bareVault],
   compositions: alphaSnapshots,
+  vault_snapshots: [],
   transactions: walletTransactions,
 }

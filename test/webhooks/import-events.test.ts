@@ -157,6 +157,18 @@ describe(`webhook events of an import (${testBackend})`, () => {
     expect(changed.map((e) => e.payload.changes)).toEqual([['values'], ['composition']])
   })
 
+  it('counts vault snapshots that move the live values as a values change, and older ones as none', async () => {
+    await importDocument({ vaults: [fullVault] }, db.prisma, { clock: () => new Date('2026-11-21T00:00:00.000Z') })
+    await subscribeAll()
+    const snapshot = (as_of: string, share_price: string, tvl: string) => ({ vault_id: fullVault.id, as_of, share_price, tvl, base_asset_price_usd: '1' })
+    await importDocument({ vault_snapshots: [snapshot('2026-11-20T00:00:00.000Z', '1.04', '1000')] })
+    expect(await outbox()).toEqual([])
+    await importDocument({ vault_snapshots: [snapshot('2026-11-22T00:00:00.000Z', '1.0431', '1250001')] })
+    expect((await outbox()).map((e) => e.payload)).toEqual([
+      { vault_id: fullVault.id, status: 'active', tvl: '1250001', share_price: '1.0431', changes: ['values'] },
+    ])
+  })
+
   it('follows the endpoints: types and vaults nobody subscribes to are not written', async () => {
     await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/v2', event_types: ['vault.updated'] })
     await importDocument({ vaults: [fullVault, bareVault] }) // the vaults must exist before a filter can name them

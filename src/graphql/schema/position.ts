@@ -18,7 +18,11 @@ export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').i
       description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.',
     }),
     sharePrice: t.expose('sharePrice', { type: 'Decimal', description: "The vault's share price, in base-asset units." }),
-    positionValueUsd: t.expose('positionValueUsd', { type: 'Decimal', description: 'shareBalance × sharePrice × the base asset’s USD price.' }),
+    positionValueUsd: t.expose('positionValueUsd', {
+      type: 'Decimal',
+      nullable: true,
+      description: 'shareBalance × sharePrice × the base asset’s USD price; null while that price is unknown.',
+    }),
     totalDeposits: t.expose('totalDeposits', { type: 'Decimal', description: 'Sum of completed deposit amounts, in base-asset units.' }),
     allTimeEarned: t.expose('allTimeEarned', {
       type: 'Decimal',

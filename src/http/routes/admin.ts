@@ -32,7 +32,7 @@ export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataC
       } catch {
         throw badRequest('The import document is not valid JSON.')
       }
-      const counts = await importDocument(doc)
+      const counts = await importDocument(doc, undefined, { clock: hooks.clock })
       hooks.onDataChanged?.()
       return c.json({ status: 'ok', data: counts, server_time_ms: Date.now() })
     },

@@ -71,7 +71,9 @@ const PositionSummarySchema = component(
     as_of: Timestamp.meta({ description: 'The time of the request.' }),
     share_balance: Amount,
     share_price: Amount,
-    position_value_usd: Amount.meta({ description: 'share_balance × share_price × the base asset USD price; USD.' }),
+    position_value_usd: Amount.nullable().meta({
+      description: 'share_balance × share_price × the base asset USD price; USD. Null while that price is unknown.',
+    }),
     total_deposits: Amount,
     all_time_earned: Amount.meta({ description: 'Negative when the position lost money.' }),
     first_deposit_at: Timestamp,
