@@ -83,9 +83,9 @@ builder.mutationField('createApiKey', (t) =>
       }),
     },
     resolve: async (_root, args, ctx) => {
-      // Validated before the caller is authenticated and counted: a bad argument is a bad_request either way.
-      const settings = { keyPrefix: parseKeyPrefix(args.keyPrefix), name: parseKeyName(args.name), allowedCidrs: parseAllowedCidrs(args.allowedCidrs) }
+      // The caller first (an unauthenticated request learns nothing about its arguments), then them.
       const { wallet } = await ctx.viewer()
+      const settings = { keyPrefix: parseKeyPrefix(args.keyPrefix), name: parseKeyName(args.name), allowedCidrs: parseAllowedCidrs(args.allowedCidrs) }
       const { record, apiKey } = await createApiKey(wallet, settings, ctx.clock)
       return { ...record, apiKey }
     },
