@@ -28,9 +28,6 @@ export interface RateLimitState {
   resetMs: number
 }
 
-/** Every window is one minute (README "Rate limits"). */
-export const RATE_LIMIT_WINDOW_SECONDS = WINDOW_SECONDS
-
 /** The policy name of the per-client-IP limit in the RateLimit fields. */
 export const PUBLIC_POLICY = 'ip'
 
@@ -52,8 +49,6 @@ export interface RateLimits {
    * over the limit. Resolves with where the counter stands, or null when the bucket is off (limit 0).
    */
   consume(bucket: Bucket, key: string): Promise<RateLimitState | null>
-  /** The per-minute limit of a bucket (0 = off). */
-  limitOf(bucket: Bucket): number
   /** Where the counters live: `redis` (shared by every instance) or `memory` (this process only). */
   readonly store: 'redis' | 'memory'
   /** True when the counters are where `store` says (Redis connected, or in-process). */
@@ -133,7 +128,6 @@ export function createRateLimits(config: Pick<Config, 'rateLimits' | 'redisUrl'>
 
   return {
     store: redisUrl ? 'redis' : 'memory',
-    limitOf: (bucket) => points[bucket],
     ready: async () => {
       await connecting
       return !redisUrl || redis?.status === 'ready'

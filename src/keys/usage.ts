@@ -138,11 +138,23 @@ export interface UsageDay {
   total: number
 }
 
-/** The `days` query parameter: an integer from 1 to 90. */
-export function checkUsageDays(days: number | null | undefined, fallback = 30): number {
-  if (days === null || days === undefined) return fallback
-  if (!Number.isInteger(days) || days < 1 || days > USAGE_RETENTION_DAYS) throw badRequest(`days must be an integer from 1 to ${USAGE_RETENTION_DAYS}.`)
+/** How many days the usage answer covers when not asked. */
+export const USAGE_DEFAULT_DAYS = 30
+
+const badDays = () => badRequest(`days must be an integer from 1 to ${USAGE_RETENTION_DAYS}.`)
+
+/** The `days` argument: an integer from 1 to 90, default 30. */
+export function checkUsageDays(days: number | null | undefined): number {
+  if (days === null || days === undefined) return USAGE_DEFAULT_DAYS
+  if (!Number.isInteger(days) || days < 1 || days > USAGE_RETENTION_DAYS) throw badDays()
   return days
+}
+
+/** The REST `days` parameter: decimal digits without a leading zero (`01`, `1.5`, `` are 400), then the range. */
+export function parseUsageDays(text: string | undefined): number {
+  if (text === undefined) return USAGE_DEFAULT_DAYS
+  if (!/^[1-9]\d{0,2}$/.test(text)) throw badDays()
+  return checkUsageDays(Number(text))
 }
 
 /** The wallet's verifications per key and UTC day over the last `days` days (today included), newest day first; days without any are left out. */

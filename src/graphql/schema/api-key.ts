@@ -6,7 +6,7 @@ import { parseAllowedCidrs } from '../../keys/cidr.js'
 import { parseKeyName, parseKeyPrefix } from '../../keys/format.js'
 import { decodeHistoryCursor, KEY_HISTORY_TYPES, keyHistory, type KeyHistoryEntry } from '../../keys/history.js'
 import { activeApiKey, createApiKey, revokeApiKey, type ApiKeyRecord } from '../../keys/service.js'
-import { checkUsageDays, usageOf, USAGE_RETENTION_DAYS, type UsageDay, type VerifyOutcome } from '../../keys/usage.js'
+import { checkUsageDays, USAGE_DEFAULT_DAYS, usageOf, USAGE_RETENTION_DAYS, type UsageDay, type VerifyOutcome } from '../../keys/usage.js'
 
 // The API key record of spec §2 with the additions of docs/spec/decisions.md §13 (name, networks,
 // last use, time left), the owner's key history and usage. Every operation acts for the wallet of
@@ -191,8 +191,8 @@ const Usage = builder.objectRef<{ days: number; since: string; items: UsageDay[]
 builder.queryField('apiKeyUsage', (t) =>
   t.field({
     type: Usage,
-    description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (1 to ${USAGE_RETENTION_DAYS}, default 30; today included). Counts are written in batches: the last few seconds may not show yet.`,
-    args: { days: t.arg.int({ description: `1 to ${USAGE_RETENTION_DAYS}, default 30.` }) },
+    description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}; today included). Counts are written in batches: the last few seconds may not show yet.`,
+    args: { days: t.arg.int({ description: `1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}.` }) },
     resolve: async (_root, args, ctx) => {
       const days = checkUsageDays(args.days)
       const { wallet } = await ctx.viewer()

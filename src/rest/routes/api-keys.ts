@@ -5,7 +5,7 @@ import { PAGE_SIZE } from '../../core/page.js'
 import { MAX_ALLOWED_CIDRS } from '../../keys/cidr.js'
 import { KEY_NAME_MAX, KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
 import { KEY_HISTORY_TYPES } from '../../keys/history.js'
-import { USAGE_RETENTION_DAYS, VERIFY_OUTCOMES } from '../../keys/usage.js'
+import { parseUsageDays, USAGE_DEFAULT_DAYS, USAGE_RETENTION_DAYS, VERIFY_OUTCOMES } from '../../keys/usage.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
 import { type CamelKeys, component, envelope, page, selectionOf, snakeKeys } from '../wire.js'
@@ -202,14 +202,9 @@ export const apiKeyRoutes: RestRoute[] = [
     description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (today included). Kept ${USAGE_RETENTION_DAYS} days; counts are written in batches, so the last few seconds may not show yet.`,
     query: {
       days: {
-        description: `How many UTC days back, today included: 1 to ${USAGE_RETENTION_DAYS} (default 30).`,
-        schema: { type: 'integer', minimum: 1, maximum: USAGE_RETENTION_DAYS, default: 30 },
-        parse: (text: string | undefined, name: string) => {
-          if (text === undefined) return 30
-          if (!/^[1-9]\d{0,2}$/.test(text) || Number(text) > USAGE_RETENTION_DAYS)
-            throw badRequest(`${name} must be an integer from 1 to ${USAGE_RETENTION_DAYS}.`)
-          return Number(text)
-        },
+        description: `How many UTC days back, today included: 1 to ${USAGE_RETENTION_DAYS} (default ${USAGE_DEFAULT_DAYS}).`,
+        schema: { type: 'integer', minimum: 1, maximum: USAGE_RETENTION_DAYS, default: USAGE_DEFAULT_DAYS },
+        parse: parseUsageDays,
       } satisfies Param<number>,
     },
     document: `query ApiKeyUsage($days: Int) { apiKeyUsage(days: $days) { ${selectionOf(Usage)} } }`,
