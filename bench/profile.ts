@@ -24,7 +24,7 @@ const dir = await mkdtemp(path.join(os.tmpdir(), 'vaultgate-prof-'))
 const env: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : { DATA_DIR: process.env.DATA_DIR ?? './.data' }
 if (!values.cache) Object.assign(env, { RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
 Object.assign(env, { RATE_LIMIT_PUBLIC_PER_MINUTE: '10000000', RATE_LIMIT_VERIFY_PER_MINUTE: '10000000' })
-env.INTERNAL_TOKEN = 'bench-internal-token-0123456789'
+env.INTERNAL_TOKEN = 'bench-internal-token-0123456789-0123456789abcdef'
 for (const k of ['LOG_LEVEL', 'DB_POOL_MAX']) if (process.env[k]) env[k] = process.env[k]!
 const gateway = await startGateway(env, ['--cpu-prof', `--cpu-prof-dir=${dir}`])
 const vaultIds = ((await (await fetch(`${gateway.url}/v1/vaults?limit=200`)).json()) as { items: { id: string }[] }).items.map((v) => v.id)

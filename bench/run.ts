@@ -35,7 +35,7 @@ const settings = {
 }
 const RESULTS = path.join(ROOT, 'bench/results')
 const log = (line: string) => process.stderr.write(`${line}\n`)
-const INTERNAL_TOKEN = 'bench-internal-token-0123456789'
+const INTERNAL_TOKEN = 'bench-internal-token-0123456789-0123456789abcdef'
 /** How many keys the key-verification scenario rotates over. */
 const KEYS = 50
 

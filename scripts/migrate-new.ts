@@ -1,6 +1,8 @@
 // Writes prisma/migrations/<timestamp>_<name>/migration.sql: the SQL from the checked-in migrations
 // to prisma/schema.prisma, computed by Prisma's schema engine against an in-memory shadow database.
-// Usage: npm run migrate:new -- <name>
+// Usage: npm run migrate:new -- <name> [--empty]
+// --empty writes the migration without a schema change, for SQL the schema cannot express
+// (functions, triggers), as `prisma migrate dev --create-only` does: write the SQL into it.
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
@@ -8,12 +10,15 @@ import { PrismaPGlite } from 'pglite-prisma-adapter'
 import { diffMigrationsToSchema } from '../src/db/migrate.js'
 import { migrationsDir } from '../src/core/paths.js'
 
-const name = (process.argv[2] ?? '').replace(/[^a-z0-9_]/gi, '_').toLowerCase()
+const args = process.argv.slice(2)
+const empty = args.includes('--empty')
+const name = (args.find((a) => !a.startsWith('--')) ?? '').replace(/[^a-z0-9_]/gi, '_').toLowerCase()
 if (!name) {
-  process.stderr.write('usage: npm run migrate:new -- <name>\n')
+  process.stderr.write('usage: npm run migrate:new -- <name> [--empty]\n')
   process.exit(2)
 }
-const sql = await diffMigrationsToSchema(new PrismaPGlite(new PGlite('memory://')))
+const diff = await diffMigrationsToSchema(new PrismaPGlite(new PGlite('memory://')))
+const sql = empty && !diff ? '-- This is an empty migration.\n' : diff
 if (!sql) {
   process.stdout.write('The migrations already match prisma/schema.prisma; nothing to write.\n')
   process.exit(0)

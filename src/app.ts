@@ -14,7 +14,7 @@ import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
-import { answerWithin, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
+import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
 import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
@@ -93,6 +93,7 @@ export function createApp({
     prisma: db.prisma,
     clock,
     cacheTtlMs: config.apiKeyCacheTtlMs,
+    lookupTimeoutMs: config.pool.connectTimeoutMs,
     changes: db.changes,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
     // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
@@ -135,7 +136,12 @@ export function createApp({
   // on the public routes a body size limit, a per-client-IP rate limit and a deadline per request.
   app.use('*', responseHeaders(config))
   app.use('/graphql', explainNotAcceptable)
+  const classOf = operationClassifier(schema)
+  app.use('/graphql', classifyRefusedGraphql(classOf, config.requests.bodyLimitBytes))
   app.use('/readyz', answerWithin(config.pool.connectTimeoutMs, 'The database is unavailable; try again shortly.'))
+  // The verifier gives up on the database at DB_CONNECT_TIMEOUT_MS (src/keys/verifier.ts); this is
+  // the backstop for anything else an internal request could wait on.
+  app.use('/internal/*', answerWithin(config.pool.connectTimeoutMs + 500, 'API key state cannot be checked right now; refuse the key and retry shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
     app.use(
       path,
@@ -158,7 +164,6 @@ export function createApp({
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
 
-  const classOf = operationClassifier(schema)
   app.post(
     '/graphql',
     cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
@@ -168,8 +173,8 @@ export function createApp({
     if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
     return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks }))
-  app.route('/internal', internalRoutes(config, verifier))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks, limits }))
+  app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache)
   app.route('/v1', v1)

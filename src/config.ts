@@ -44,11 +44,15 @@ const int = (fallback: number, min: number, max: number) =>
       return Number(v)
     })
 
+/** A bearer token the gateway checks (ADMIN_TOKEN, INTERNAL_TOKEN): long and not trivially guessable. */
 const secret = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v))
-  .refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters')
+  .refine(
+    (v) => v === undefined || (v.length >= 32 && !/^(.)\1*$/s.test(v)),
+    'must be at least 32 characters and not one character repeated (e.g. `openssl rand -hex 32`)',
+  )
 
 const url = (protocols: string[]) =>
   z
@@ -135,6 +139,7 @@ const env = z.object({
   AUTH_JWKS_FILE: z.string().min(1).optional(),
   AUTH_ISSUER: z.string().min(1).optional(),
   AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_MAX_TOKEN_AGE_S: int(86_400, 0, 31_536_000),
   AUTH_REQUIRED_SCOPE: z
     .string()
     .optional()
@@ -190,6 +195,7 @@ const env = z.object({
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(600, 0, 10_000_000),
   RATE_LIMIT_KEYS_PER_MINUTE: int(30, 0, 10_000_000),
   RATE_LIMIT_VERIFY_PER_MINUTE: int(1200, 0, 10_000_000),
+  RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: int(10, 0, 10_000_000),
   TRUST_PROXY: z
     .string()
     .optional()
@@ -238,12 +244,26 @@ export interface Config {
     audience: string | undefined
     /** Scopes the token's `scope` claim must all hold (e.g. Dynamic's `user:basic`); empty = no check. */
     requiredScopes: string[]
+    /** Oldest `iat` accepted, in seconds (tokens must then carry `iat`, not in the future); 0 = no check. */
+    maxTokenAgeS?: number
   }
   allowlist: string[]
   redisUrl: string | undefined
   logLevel: string
   /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
-  pool: { max: number; connectTimeoutMs: number; idleTimeoutMs: number; statementTimeoutMs: number; preparedStatements?: boolean }
+  pool: {
+    max: number
+    connectTimeoutMs: number
+    idleTimeoutMs: number
+    statementTimeoutMs: number
+    preparedStatements?: boolean
+    /**
+     * How long the client waits for any answer to a statement before it drops the connection (a
+     * network partition, where statement_timeout never arrives): a request's deadline plus the
+     * connect timeout, so the request always answers first. Unset with DB_STATEMENT_TIMEOUT_MS=0.
+     */
+    queryTimeoutMs?: number
+  }
   shutdownTimeoutMs: number
   /** After SIGTERM, how long to keep serving (with /readyz at 503) before closing the listener. */
   shutdownDelayMs: number
@@ -279,8 +299,11 @@ export interface Config {
   }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
-  /** Requests per minute: per client IP on public routes, per wallet on key management, per key on verify; 0 = off. */
-  rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number }
+  /**
+   * Requests per minute: per client IP on public routes, per wallet on key management, per key on
+   * verify, and wrong admin or internal bearer tokens per client IP; 0 = off.
+   */
+  rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number; bearerFailuresPerMinute?: number }
   /** Proxy hops in front of the gateway whose X-Forwarded-For entries are trusted (0 = use the socket address). */
   trustProxyHops: number
   /** Browser origins allowed by CORS: `public` for /graphql and the /v1 reads, `keys` for key management. */
@@ -321,7 +344,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     seedDemo: e.SEED_DEMO ?? embedded,
     adminToken: e.ADMIN_TOKEN,
     internalToken: e.INTERNAL_TOKEN,
-    auth: { jwksUrl: e.AUTH_JWKS_URL, jwksFile: e.AUTH_JWKS_FILE, issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE, requiredScopes: e.AUTH_REQUIRED_SCOPE },
+    auth: {
+      jwksUrl: e.AUTH_JWKS_URL,
+      jwksFile: e.AUTH_JWKS_FILE,
+      issuer: e.AUTH_ISSUER,
+      audience: e.AUTH_AUDIENCE,
+      requiredScopes: e.AUTH_REQUIRED_SCOPE,
+      maxTokenAgeS: e.AUTH_MAX_TOKEN_AGE_S,
+    },
     allowlist: e.ALLOWLIST,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
@@ -331,6 +361,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       idleTimeoutMs: e.DB_IDLE_TIMEOUT_MS,
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
       preparedStatements: e.DB_PREPARED_STATEMENTS ?? true,
+      queryTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS ? Math.max(e.DB_STATEMENT_TIMEOUT_MS, e.REQUEST_TIMEOUT_MS) + e.DB_CONNECT_TIMEOUT_MS : undefined,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS >= 0 ? e.SHUTDOWN_DELAY_MS : defaultShutdownDelayMs(e.NODE_ENV === 'production'),
@@ -361,6 +392,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
       keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE,
       verifyPerMinute: e.RATE_LIMIT_VERIFY_PER_MINUTE,
+      bearerFailuresPerMinute: e.RATE_LIMIT_BEARER_FAILURES_PER_MINUTE,
     },
     trustProxyHops: e.TRUST_PROXY,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },

@@ -1,4 +1,5 @@
-import type { Server } from 'node:http'
+import { maxHeaderSize, type Server } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import { createAdaptorServer } from '@hono/node-server'
 import type { App } from './app.js'
@@ -8,7 +9,7 @@ import type { DemoHints } from './demo/dataset.js'
 import { demoHintsFromDatabase, seedDemoIfEmpty } from './demo/seed.js'
 import { migrationStatus } from './db/migration-status.js'
 import { lockDataDir, type DataDirLock } from './db/embedded-lock.js'
-import { isUnavailableError } from './core/errors.js'
+import { errorBody, isUnavailableError } from './core/errors.js'
 import { exampleIdsFromHints } from './graphql/examples.js'
 import { logger } from './core/log.js'
 import { silentProgress, type Progress } from './core/progress.js'
@@ -89,6 +90,33 @@ export async function prepareDatabase(
   }
 }
 
+/**
+ * The HTTP server around the app. Requests Node refuses before the app sees them (a header block
+ * over Node's limit, a malformed request line) get the standard error body and
+ * `Connection: close`, not Node's bare status line.
+ */
+export function createHttpServer(app: Pick<App, 'fetch'>): Server {
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+      socket.destroy()
+      return
+    }
+    const [status, reason, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', `The request headers are larger than ${maxHeaderSize} bytes.`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'The request was not received in time.']
+          : [400, 'Bad Request', 'The request is not valid HTTP.']
+    const body = JSON.stringify(errorBody('bad_request', message))
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    )
+  })
+  return server
+}
+
 /** `progress`: where to show the long steps of a first start (migrations, demo data). */
 export async function startGateway(config: Config, { progress = silentProgress }: { progress?: Progress } = {}): Promise<RunningGateway> {
   const started = performance.now()
@@ -122,7 +150,7 @@ export async function startGateway(config: Config, { progress = silentProgress }
     const { createApp } = await appModule
     app = createApp({ config, db, examples: hints?.then(exampleIdsFromHints, () => undefined) })
     await app.ready
-    const server = createAdaptorServer({ fetch: app.fetch, hostname: config.host, port: config.port }) as Server
+    const server = createHttpServer(app)
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
         reject(e.code === 'EADDRINUSE' ? new BootError(`Port ${config.port} on ${config.host} is already in use; set PORT to another port.`) : e),

@@ -33,7 +33,7 @@ describe('configuration', () => {
         '  PORT: must be an integer from 0 to 65535',
         '  DATABASE_URL: must be a URL starting with postgres:// or postgresql://',
         '  SEED_DEMO: must be true or false',
-        '  ADMIN_TOKEN: must be at least 16 characters',
+        '  ADMIN_TOKEN: must be at least 32 characters and not one character repeated (e.g. `openssl rand -hex 32`)',
         '  ALLOWLIST: not an EVM address (0x + 40 hex digits): 0x12',
       ].join('\n'),
     )

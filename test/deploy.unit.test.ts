@@ -45,6 +45,9 @@ function smokeStartCommand(): string[] {
 
 /** compose's `${NAME:-default}` / `${NAME}` interpolation, with nothing set in the environment. */
 const interpolate = (value: string) => value.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, _name, fallback: string | undefined) => fallback ?? '')
+/** The configuration of a service's environment as compose hands it over (interpolated, nothing set). */
+const configOf = (env: Record<string, string> | undefined) =>
+  loadConfig(Object.fromEntries(Object.entries(env ?? {}).map(([k, v]) => [k, interpolate(String(v))])))
 
 interface ComposeService {
   image?: string
@@ -137,7 +140,7 @@ describe('compose.yaml', () => {
     expect(gateways.map(([name]) => name)).toEqual(['gateway-1', 'gateway-2'])
     for (const [name, service] of gateways) {
       expect(service.command, name).toBeUndefined() // the image's CMD: start
-      expect(loadConfig(service.environment).migrateOnStart, name).toBe(false)
+      expect(configOf(service.environment).migrateOnStart, name).toBe(false)
       expect(service.depends_on?.migrate, name).toEqual({ condition: 'service_completed_successfully' })
     }
   })
@@ -148,7 +151,7 @@ describe('compose.yaml', () => {
     expect(Object.keys(lb.depends_on ?? {})).toEqual(gateways.map(([name]) => name))
     const caddyfile = read('deploy/Caddyfile')
     const upstreams = /reverse_proxy\s+([^{]+)\{/.exec(caddyfile)![1]!.trim().split(/\s+/)
-    const port = (env: Record<string, string> | undefined) => loadConfig(env).port
+    const port = (env: Record<string, string> | undefined) => configOf(env).port
     expect(upstreams).toEqual(gateways.map(([name, s]) => `${name}:${port({ ...envOf(image), ...s.environment })}`))
     expect(caddyfile).toMatch(/^\s*health_uri \/readyz$/m)
     expect(caddyfile).toMatch(/^:80 \{$/m)

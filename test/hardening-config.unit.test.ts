@@ -15,7 +15,8 @@ describe('hardening settings', () => {
       maxResponseBytes: 4 * 1024 * 1024,
     })
     expect(dev.requests).toEqual({ bodyLimitBytes: 102_400, timeoutMs: 15_000 })
-    expect(dev.rateLimits).toEqual({ publicPerMinute: 600, keysPerMinute: 30, verifyPerMinute: 1200 })
+    expect(dev.rateLimits).toEqual({ publicPerMinute: 600, keysPerMinute: 30, verifyPerMinute: 1200, bearerFailuresPerMinute: 10 })
+    expect(dev.auth.maxTokenAgeS).toBe(86_400)
     expect(dev.trustProxyHops).toBe(0)
     expect(dev.cors).toEqual({ public: '*', keys: [] })
     const prod = loadConfig({ NODE_ENV: 'production' })
@@ -26,6 +27,22 @@ describe('hardening settings', () => {
     expect(loadConfig({ NODE_ENV: 'production', GRAPHIQL: 'true' }).graphql).toMatchObject({ graphiql: true, introspection: true })
     expect(loadConfig({ NODE_ENV: 'production', GRAPHQL_INTROSPECTION: 'on' }).graphql).toMatchObject({ graphiql: false, introspection: true })
     expect(loadConfig({ GRAPHQL_INTROSPECTION: 'false' }).graphql).toMatchObject({ graphiql: true, introspection: false })
+  })
+
+  it('refuses an ADMIN_TOKEN or INTERNAL_TOKEN shorter than 32 characters or made of one character repeated', () => {
+    const rule = 'must be at least 32 characters and not one character repeated (e.g. `openssl rand -hex 32`)'
+    expect(() => loadConfig({ ADMIN_TOKEN: 'a'.repeat(31), INTERNAL_TOKEN: 'x'.repeat(64) })).toThrow(
+      ['Invalid configuration:', `  ADMIN_TOKEN: ${rule}`, `  INTERNAL_TOKEN: ${rule}`].join('\n'),
+    )
+    expect(() => loadConfig({ ADMIN_TOKEN: 'admin-token-0123456789' })).toThrow(`ADMIN_TOKEN: ${rule}`)
+    const ok = loadConfig({ ADMIN_TOKEN: '3f9c1e7a5b2d4086af1c9e3b7d5a2f40', INTERNAL_TOKEN: 'ab'.repeat(16) })
+    expect([ok.adminToken?.length, ok.internalToken]).toEqual([32, 'ab'.repeat(16)])
+  })
+
+  it('reads AUTH_MAX_TOKEN_AGE_S and RATE_LIMIT_BEARER_FAILURES_PER_MINUTE', () => {
+    const c = loadConfig({ AUTH_MAX_TOKEN_AGE_S: '3600', RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '0' })
+    expect([c.auth.maxTokenAgeS, c.rateLimits.bearerFailuresPerMinute]).toEqual([3600, 0])
+    expect(() => loadConfig({ AUTH_MAX_TOKEN_AGE_S: '-1' })).toThrow('AUTH_MAX_TOKEN_AGE_S: must be an integer from 0 to 31536000')
   })
 
   it('reads TRUST_PROXY as a boolean or a number of hops', () => {

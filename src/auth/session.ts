@@ -115,6 +115,7 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
     async verify(token) {
       if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw unauthorized()
       try {
+        if (duplicateMembers(token)) throw new errors.JWTInvalid('duplicate JSON member names')
         const { payload } = await jwtVerify(token, getKey, {
           algorithms: SESSION_ALGORITHMS,
           requiredClaims: ['exp'],
@@ -122,6 +123,8 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
           audience: auth.audience,
           clockTolerance: CLOCK_TOLERANCE_S,
           currentDate: clock(),
+          // With it jose requires `iat`, refuses one older than this and one in the future (past the tolerance).
+          maxTokenAge: auth.maxTokenAgeS || undefined,
         })
         if (!hasScopes(payload.scope, auth.requiredScopes)) throw new errors.JWTClaimValidationFailed('missing scope', payload, 'scope', 'check_failed')
         return payload
@@ -135,6 +138,55 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
       }
     },
   }
+}
+
+/**
+ * Whether a compact JWS's header or claims repeat a member name at any depth. jose reads them with
+ * JSON.parse, which keeps the last of each: a token whose signer meant `"wallets":[A]` could read
+ * as `[B]` to us and as `[A]` to another parser. Undecodable parts count as duplicates (jose would
+ * refuse them anyway).
+ */
+export function duplicateMembers(token: string): boolean {
+  const [header, claims] = token.split('.')
+  try {
+    return [header, claims].some((part) => part !== undefined && repeatsNames(Buffer.from(part, 'base64url').toString('utf8')))
+  } catch {
+    return true
+  }
+}
+
+function repeatsNames(json: string): boolean {
+  // One set of names per open object (null for an array), scanning strings by hand: names are the
+  // strings an object holds where a member starts.
+  const open: (Set<string> | null)[] = []
+  let expectName = false
+  for (let i = 0; i < json.length; i++) {
+    const ch = json[i]
+    if (ch === '"') {
+      let end = i + 1
+      while (end < json.length && json[end] !== '"') end += json[end] === '\\' ? 2 : 1
+      const names = open.at(-1)
+      if (names && expectName) {
+        const name = JSON.parse(json.slice(i, end + 1)) as string
+        if (names.has(name)) return true
+        names.add(name)
+        expectName = false
+      }
+      i = end
+    } else if (ch === '{') {
+      open.push(new Set())
+      expectName = true
+    } else if (ch === '[') {
+      open.push(null)
+      expectName = false
+    } else if (ch === '}' || ch === ']') {
+      open.pop()
+      expectName = false
+    } else if (ch === ',') {
+      expectName = open.at(-1) instanceof Set
+    }
+  }
+  return false
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */

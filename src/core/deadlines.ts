@@ -20,14 +20,22 @@ export class Deadline {
     return new Deadline(Date.now() + ms, ms, client)
   }
 
-  /** Aborts at the deadline (with `unavailable`) or when the client goes away. */
+  /** Aborts at the deadline (with `unavailable`) or when the client goes away (with clientClosedRequest). */
   get signal(): AbortSignal {
     if (!this.#signal) {
       const controller = new AbortController()
       this.#timer = setTimeout(() => controller.abort(timeoutError(this.ms)), Math.max(0, this.at - Date.now()))
-      this.#signal = this.client ? AbortSignal.any([controller.signal, this.client]) : controller.signal
+      const client = this.client
+      if (client?.aborted) controller.abort(clientClosedRequest())
+      else client?.addEventListener('abort', () => controller.abort(clientClosedRequest()), { once: true })
+      this.#signal = controller.signal
     }
     return this.#signal
+  }
+
+  /** The client closed its connection before the answer (the request is counted with status 499). */
+  get clientGone(): boolean {
+    return this.client?.aborted ?? false
   }
 
   /** A deadline as long as this one's budget, counted from now, without the client's signal: for work that outlives the request. */
@@ -40,6 +48,13 @@ export class Deadline {
     clearTimeout(this.#timer)
   }
 }
+
+/**
+ * What the work of a request whose client went away stops with: nobody reads the answer, so it is
+ * no failure of ours to log (nginx's 499 "client closed request" in the request line and metrics).
+ */
+export const CLIENT_CLOSED_REQUEST = 499
+export const clientClosedRequest = () => new AppError('unavailable', 'The client closed the request.', { status: CLIENT_CLOSED_REQUEST })
 
 export const timeoutError = (ms: number) => new AppError('unavailable', `The request took longer than ${ms} ms; try again shortly.`)
 

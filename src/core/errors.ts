@@ -81,8 +81,34 @@ export const MAX_ECHO = 128
  * proxies its answers pass through.
  */
 export function quoted(value: string): string {
-  if (value.length > MAX_ECHO || /[A-Za-z0-9]{40,}/.test(value)) return `(a value of ${value.length} characters, not repeated here)`
-  return JSON.stringify(value)
+  return repeatable(value) ? JSON.stringify(value) : withheld(value)
+}
+
+const repeatable = (value: string) => value.length <= MAX_ECHO && !/[A-Za-z0-9]{40,}/.test(value)
+const withheld = (value: string) => `(a value of ${value.length} characters, not repeated here)`
+
+/** A client-supplied name (a path segment, a GraphQL alias) as a log field may hold it: itself, unless quoted() would withhold it. */
+export const echoSafe = (value: string): string => (repeatable(value) ? value : withheld(value))
+
+/**
+ * A message written by someone else (graphql-js, PostgreSQL, a driver) that may repeat client
+ * values: every double-quoted value quoted() would withhold, and every run of more than MAX_ECHO
+ * non-space characters, is replaced by its length. graphql-js quotes what it repeats
+ * (`Variable "$x" got invalid value "…"`), as does PostgreSQL (`invalid input syntax for type
+ * uuid: "…"`); unquoted runs catch the rest (a long number literal, an object key, a pasted key).
+ */
+export function withoutLongEchoes(message: string): string {
+  return message
+    .replace(/"(?:[^"\\]|\\.)*"/g, (literal) => {
+      let value: string
+      try {
+        value = JSON.parse(literal) as string
+      } catch {
+        value = literal.slice(1, -1)
+      }
+      return repeatable(value) ? literal : withheld(value)
+    })
+    .replace(new RegExp(`[^\\s]{${MAX_ECHO + 1},}|[A-Za-z0-9]{40,}`, 'g'), withheld)
 }
 
 export const badRequest = (message: string) => new AppError('bad_request', message)
@@ -105,14 +131,18 @@ export function isUnavailableError(error: unknown): boolean {
     )
       return true
     if (name === 'DriverAdapterError' && typeof message === 'string' && /connect|timeout|terminat|closed/i.test(message)) return true
+    // The driver adapter's verdict (a DriverAdapterError's cause, or Prisma's P2010 meta for raw queries).
+    const kind = (e as { kind?: unknown }).kind
+    if (typeof kind === 'string' && /^(ConnectionClosed|DatabaseNotReachable|SocketTimeout|TooManyConnections)$/.test(kind)) return true
     if (
       typeof message === 'string' &&
-      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error)/i.test(
+      /(Connection terminated|timeout exceeded when trying to connect|Can't reach database|canceling statement due to statement timeout|Client has encountered a connection error|Server has closed the connection|Query read timeout|Client was closed and is not queryable)/i.test(
         message,
       )
     )
       return true
-    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError
+    const next = e as { cause?: unknown; originalError?: unknown; meta?: { driverAdapterError?: unknown } }
+    e = next.cause ?? next.originalError ?? next.meta?.driverAdapterError
   }
   return false
 }

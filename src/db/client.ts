@@ -55,6 +55,34 @@ class EmbeddedAdapterFactory extends PrismaPGlite {
   }
 }
 
+/**
+ * @prisma/adapter-pg's executeScript splits a script at every `;` and sends the pieces one by one:
+ * a migration holding a function body (PL/pgSQL is full of `;`) breaks apart. The script is sent
+ * whole instead (PostgreSQL's simple query protocol runs several statements as one implicit
+ * transaction, so a failing migration leaves nothing half applied).
+ */
+class PostgresAdapterFactory extends PrismaPg {
+  constructor(
+    private readonly pool: pg.Pool,
+    options?: ConstructorParameters<typeof PrismaPg>[1],
+  ) {
+    super(pool, options)
+  }
+  override async connect() {
+    const adapter = await super.connect()
+    // onError (protected) turns a driver error into Prisma's DriverAdapterError, as the original does.
+    const onError = (adapter as unknown as { onError(e: unknown): never }).onError.bind(adapter)
+    adapter.executeScript = async (script: string) => {
+      try {
+        await this.pool.query(script)
+      } catch (e) {
+        onError(e)
+      }
+    }
+    return adapter
+  }
+}
+
 export interface SqlEvent {
   sql: string
   durationMs: number
@@ -115,6 +143,12 @@ function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMig
   }
 }
 
+/**
+ * The pool behind Prisma in postgres mode. In a network partition the server neither answers nor
+ * refuses: `statement_timeout` is the server's and never arrives, so the client gives up on its own
+ * (`query_timeout`, Config.pool.queryTimeoutMs, after which the connection is dropped) and TCP
+ * keep-alive finds dead peers under idle pooled connections.
+ */
 export function createPool(url: string, pool: Config['pool']): pg.Pool {
   return new pg.Pool({
     connectionString: url,
@@ -122,6 +156,8 @@ export function createPool(url: string, pool: Config['pool']): pg.Pool {
     connectionTimeoutMillis: pool.connectTimeoutMs,
     idleTimeoutMillis: pool.idleTimeoutMs,
     statement_timeout: pool.statementTimeoutMs || undefined,
+    query_timeout: pool.queryTimeoutMs,
+    keepAlive: true,
     application_name: 'vaultgate',
   })
 }
@@ -156,7 +192,7 @@ export async function openDatabase(
     const pool = createPool(config.storage.url, config.pool)
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    const factory = new PrismaPg(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
+    const factory = new PostgresAdapterFactory(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
     driver = { mode: 'postgres', factory, pool, end: () => pool.end() }
   } else {
     const dir = config.storage.dataDir

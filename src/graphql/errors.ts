@@ -1,7 +1,7 @@
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
-import { isErrorCode, isGraphQLError, toAppError } from '../core/errors.js'
+import { echoSafe, isErrorCode, isGraphQLError, toAppError, withoutLongEchoes } from '../core/errors.js'
 import { logger } from '../core/log.js'
 
 /**
@@ -14,7 +14,8 @@ export function maskError(error: unknown): Error {
     const original = error.originalError
     if (!original || isGraphQLError(original)) {
       if (isErrorCode(error.extensions.code)) return error
-      return createGraphQLError(error.message, {
+      // graphql-js repeats a bad variable's value whole (`Variable "$x" got invalid value "…"`).
+      return createGraphQLError(withoutLongEchoes(error.message), {
         nodes: error.nodes,
         source: error.source,
         positions: error.positions,
@@ -23,7 +24,7 @@ export function maskError(error: unknown): Error {
       })
     }
     const app = toAppError(original)
-    if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: error.path }, 'resolver failed')
+    if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: logPath(error.path) }, 'resolver failed')
     return createGraphQLError(app.message, {
       nodes: error.nodes,
       source: error.source,
@@ -37,6 +38,9 @@ export function maskError(error: unknown): Error {
   return app
 }
 
+/** A field's path as logged: aliases are the client's to choose, at any length. */
+const logPath = (path: readonly (string | number)[] | undefined) => path?.map((p) => (typeof p === 'string' ? echoSafe(p) : p))
+
 /**
  * Validation errors get the `bad_request` code like every other client mistake, without graphql-js'
  * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
@@ -48,7 +52,7 @@ export const useValidationErrorCodes = (): Plugin => ({
       if (valid) return
       setResult(
         result.map((e) =>
-          createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
+          createGraphQLError(withoutLongEchoes(e.message.replace(/ Did you mean .*\?$/, '')), {
             nodes: e.nodes,
             source: e.source,
             positions: e.positions,

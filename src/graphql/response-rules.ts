@@ -35,17 +35,23 @@ function withoutStatus(error: GraphQLError): GraphQLError {
   })
 }
 
+/** An error as Yoga serialises it (graphql-yoga's omitInternalsFromResultErrors): without `http` and `unexpected`. */
+function onTheWire(error: GraphQLError) {
+  const json = error.toJSON()
+  const { http: _http, unexpected: _unexpected, ...extensions } = (json.extensions ?? {}) as Record<string, unknown>
+  return { ...json, extensions: Object.keys(extensions).length > 0 ? extensions : undefined }
+}
+
 export function useGraphqlResponseRules({ maxResponseBytes }: { maxResponseBytes: number }): Plugin {
   return {
     onExecutionResult({ result, setResult, context }) {
       if (!result || Symbol.asyncIterator in result || Array.isArray(result)) return
       if ((context as { rest?: boolean }).rest) return
-      const r = result as ExecutionResult & { stringify?: (r: ExecutionResult) => string }
-      if (r.errors?.length) {
-        if (r.data != null) setResult({ ...r, errors: r.errors.map(withoutStatus) })
-        return
-      }
-      const text = JSON.stringify(r)
+      let r = result as ExecutionResult & { stringify?: (r: ExecutionResult) => string }
+      if (r.errors?.length && r.data != null) r = { ...r, errors: r.errors.map(withoutStatus) }
+      // Answers with errors are measured too (one bad-argument field must not let the rest of a huge
+      // query past the cap), as Yoga writes them: without the internal extensions.
+      const text = JSON.stringify(r.errors?.length ? { ...r, errors: r.errors.map(onTheWire) } : r)
       // UTF-16 length bounds the UTF-8 length from below; count bytes only when it could matter.
       if (text.length * 3 > maxResponseBytes && Buffer.byteLength(text) > maxResponseBytes) {
         setResult({ errors: [tooLarge(maxResponseBytes)] })

@@ -135,6 +135,12 @@ export function earlyAnswers(
     }
     if (path === '/internal/v1/apiKey/verify') {
       if (!internalAuthorized(config, request.headers.get('authorization')) || !boundedBody(request, VERIFY_BODY_LIMIT)) return undefined
+      // An address over its wrong-token limit gets the routes' 429 (src/http/middleware/bearer.ts), the right token included.
+      try {
+        limits.refuseIfLimited('bearer', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
+      } catch {
+        return undefined
+      }
       return verify(request, performance.now())
     }
     return undefined

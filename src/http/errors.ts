@@ -1,6 +1,7 @@
 import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { AppError, errorBody, toAppError } from '../core/errors.js'
+import { CLIENT_CLOSED_REQUEST } from '../core/deadlines.js'
+import { AppError, echoSafe, errorBody, toAppError } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { errorsByCode } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
@@ -12,9 +13,13 @@ import type { AppEnv } from './env.js'
 export function clientError(error: unknown, where: { requestId: string; path: string }): { app: AppError; headers: Record<string, string> } {
   const app = toAppError(error)
   if (!(error instanceof AppError)) {
-    logger.error({ err: error, requestId: where.requestId, path: where.path }, app.code === 'unavailable' ? 'database unavailable' : 'unexpected error')
+    logger.error(
+      { err: error, requestId: where.requestId, path: echoSafe(where.path) },
+      app.code === 'unavailable' ? 'database unavailable' : 'unexpected error',
+    )
   }
-  errorsByCode.inc({ code: app.code })
+  // A client that went away (status 499) is in the request line, not among the errors.
+  if (app.status !== CLIENT_CLOSED_REQUEST) errorsByCode.inc({ code: app.code })
   return { app, headers: (app.extensions.http as { headers?: Record<string, string> } | undefined)?.headers ?? {} }
 }
 

@@ -29,13 +29,16 @@ export async function addToAllowlist(address: string, note?: string): Promise<{ 
 /**
  * Removes an address and, in the same transaction, revokes its key (reason `allowlist_removed`),
  * so the key stops verifying at once on every instance, not only after the 30-second refresh.
- * Adding the address back does not bring the key back: the wallet creates a new one.
+ * Adding the address back does not bring the key back: the wallet creates a new one. A removal by
+ * SQL outside the gateway revokes the key too (the trigger of migration
+ * 20261127070653_allowlist_removal_revokes); here the key is revoked first, by `actor`, so that
+ * trigger finds nothing left to revoke and the audit trail has one event.
  */
 export async function removeFromAllowlist(address: string, clock: Clock, actor: Actor = 'admin'): Promise<{ removed: boolean; revokedKeyId: string | null }> {
   const result = await inWalletTransaction(address, async (tx) => {
-    const removed = await deleteAllowlistEntry(tx, address)
     // Also when the entry was already gone: a key of a wallet off the allowlist must not stay unrevoked.
     const revoked = await revokeCurrentKey(tx, address, clock(), 'allowlist_removed', actor)
+    const removed = await deleteAllowlistEntry(tx, address)
     return { removed, revokedKeyId: revoked?.id ?? null }
   })
   if (result.revokedKeyId) walletKeysChanged(address)

@@ -72,6 +72,12 @@ export interface ApiKeyVerifierOptions {
   changes?: ChangeFeed
   /** Instead of `changes`: a PostgreSQL connection to LISTEN on (a feed of the verifier's own). */
   listen?: pg.ClientConfig
+  /**
+   * The longest one read of key state may take (the gateway: DB_CONNECT_TIMEOUT_MS); past it the
+   * key is refused as unavailable while the read goes on in the background. In a network partition
+   * the database neither answers nor refuses, and the order exchange must not wait with it.
+   */
+  lookupTimeoutMs?: number
   /** Told whether each lookup was served from memory (the gateway counts them in its metrics). */
   onCacheLookup?: (hit: boolean) => void
   /**
@@ -158,15 +164,27 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
 
   if (!options.lookup && !options.prisma) throw new TypeError('createApiKeyVerifier needs `prisma` or `lookup`')
   const lookup: Lookup = options.lookup ?? keyStateThrough(options.prisma!)
+  const lookupTimeout = options.lookupTimeoutMs
 
   async function load(digest: string): Promise<Entry> {
     const startedEpoch = epoch
     const loadedAt = nowMs()
     let rows: Row[]
+    let timer: NodeJS.Timeout | undefined
     try {
-      rows = await lookup(digest)
+      const read = lookup(digest)
+      if (lookupTimeout === undefined) rows = await read
+      else {
+        read.catch(() => {})
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`the key state read took longer than ${lookupTimeout} ms`)), lookupTimeout)
+        })
+        rows = await Promise.race([read, late])
+      }
     } catch (e) {
       throw new VerifierUnavailableError('API key state cannot be read: the database is unavailable.', { cause: e })
+    } finally {
+      clearTimeout(timer)
     }
     const r = rows[0]
     const state: KeyState | null = r
@@ -262,7 +280,15 @@ export function connectApiKeyVerifier(
   >,
 ): ApiKeyVerifier {
   const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
-  const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 4, idleTimeoutMillis: 10_000, application_name: 'vaultgate-verifier' })
+  // As the gateway's pool (src/db/client.ts createPool): keep-alive and a client-side query timeout for partitions.
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolMax ?? 4,
+    idleTimeoutMillis: 10_000,
+    keepAlive: true,
+    query_timeout: 10_000,
+    application_name: 'vaultgate-verifier',
+  })
   pool.on('error', () => {})
   const usage =
     options.recordUsage === false
@@ -275,6 +301,7 @@ export function connectApiKeyVerifier(
           },
         })
   const verifier = createApiKeyVerifier({
+    lookupTimeoutMs: 5000,
     ...options,
     usage,
     lookup: async (digest) => (await pool.query<KeyStateRow>(KEY_STATE_SQL, [digest])).rows,

@@ -117,7 +117,8 @@ const AllowlistEntry = component(
   }),
 )
 const admin = { tags: ['Admin'], security: ['adminToken' as const] }
-const adminErrors = ['unauthorized', { code: 'not_found' as const, status: 404 }] as const
+// rate_limited: a client IP past RATE_LIMIT_BEARER_FAILURES_PER_MINUTE wrong tokens (src/http/middleware/bearer.ts).
+const adminErrors = ['unauthorized', 'rate_limited', { code: 'not_found' as const, status: 404 }] as const
 
 // Webhooks (decisions.md §11). The query parameters are read by the routes with these very
 // definitions (src/http/routes/webhooks.ts).
@@ -227,7 +228,7 @@ export const httpOperations: OperationDoc[] = [
     description: 'Bulk load in one transaction (also `vaultgate import FILE`). An invalid document is rejected whole; the message names the offending paths.',
     tags: ['Admin'],
     security: ['adminToken'],
-    errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
+    errors: ['bad_request', ...adminErrors],
     body: { schema: ImportDocument, required: true },
     responses: { 200: { description: 'Rows written.', schema: component('ImportResult', envelope(ImportCounts)) } },
   },
@@ -405,7 +406,8 @@ export const httpOperations: OperationDoc[] = [
       ),
       required: true,
     },
-    errors: ['bad_request', 'unauthorized', { code: 'not_found', status: 404 }],
+    // rate_limited: RATE_LIMIT_VERIFY_PER_MINUTE per key, or too many wrong tokens from the address.
+    errors: ['bad_request', 'unauthorized', 'rate_limited', { code: 'not_found', status: 404 }],
     responses: {
       200: {
         description: 'The verdict; `reason` says why an inactive key is inactive.',

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../../src/config.js'
 import { createLogger, setLogger } from '../../src/core/log.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
-import { jwksOf, rawJwt, signSession, startJwksServer, testKey, type JwksServer, type TestKey } from '../support/jwt.js'
+import { jwksOf, rawJwt, signRawText, signSession, startJwksServer, testKey, type JwksServer, type TestKey } from '../support/jwt.js'
 import { errorBody, okBody } from '../support/bodies.js'
 
 // Spec §5 and §7: who may manage keys. Every refusal is checked as a whole response body.
@@ -213,6 +213,36 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
       ],
       ['an expired token', async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 60 })],
       ['a future nbf', async () => session({ wallets: [W1], nbf: Math.floor(Date.now() / 1000) + 120 })],
+      ['an iat in the future (past the 5 s skew)', async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) + 60 })],
+      [
+        'an iat older than AUTH_MAX_TOKEN_AGE_S (a day), though unexpired',
+        async () => session({ wallets: [W1], iat: Math.floor(Date.now() / 1000) - 86_400 - 60 }),
+      ],
+      ['no iat', async () => session({ wallets: [W1], iat: undefined })],
+      [
+        'a claim named twice (JSON.parse would keep the allowlisted wallet)',
+        async () => {
+          const now = Math.floor(Date.now() / 1000)
+          const claims = `{"iss":"${ISSUER}","aud":"${AUDIENCE}","sub":"u1","iat":${now},"exp":${now + 600},"wallets":["${W3}"],"wallets":["${W1}"]}`
+          return signRawText(es, '{"alg":"ES256","kid":"es-1","typ":"JWT"}', claims)
+        },
+      ],
+      [
+        'a header member named twice',
+        async () => {
+          const now = Math.floor(Date.now() / 1000)
+          const claims = JSON.stringify({ iss: ISSUER, aud: AUDIENCE, sub: 'u1', iat: now, exp: now + 600, wallets: [W1] })
+          return signRawText(es, '{"alg":"none","kid":"es-1","typ":"JWT","alg":"ES256"}', claims)
+        },
+      ],
+      [
+        'a nested member named twice',
+        async () => {
+          const now = Math.floor(Date.now() / 1000)
+          const claims = `{"iss":"${ISSUER}","aud":"${AUDIENCE}","iat":${now},"exp":${now + 600},"wallets":[{"address":"${W3}","address":"${W1}"}]}`
+          return signRawText(es, '{"alg":"ES256","kid":"es-1","typ":"JWT"}', claims)
+        },
+      ],
       ['a wrong issuer', async () => session({ wallets: [W1], iss: 'https://evil.test' })],
       ['no issuer', async () => session({ wallets: [W1], iss: undefined })],
       ['a wrong audience', async () => session({ wallets: [W1], aud: 'someone-else' })],
@@ -222,6 +252,13 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
       ['a JWE-shaped token', async () => 'a.b.c.d.e'],
       ['a 64 KB token', async () => session({ wallets: [W1], padding: 'x'.repeat(64 * 1024) })],
     ]
+    it('accepts the same hand-signed token when no name repeats, and one issued 5 s in the future (clock skew)', async () => {
+      const now = Math.floor(Date.now() / 1000)
+      const claims = `{"iss":"${ISSUER}","aud":"${AUDIENCE}","sub":"u1","iat":${now},"exp":${now + 600},"wallets":["${W1}"],"note":"wallets, \\"wallets\\""}`
+      expect((await getKey(t, bearer(await signRawText(es, '{"alg":"ES256","kid":"es-1","typ":"JWT"}', claims)))).status).toBe(200)
+      expect((await getKey(t, bearer(await session({ wallets: [W1], iat: now + 4 })))).status).toBe(200)
+    })
+
     for (const [name, make] of cases) {
       it(name, async () => {
         const r = await getKey(t, bearer(await make()))

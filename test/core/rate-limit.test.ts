@@ -6,10 +6,14 @@ import { createAdaptorServer } from '@hono/node-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import type { AppError } from '../../src/core/errors.js'
 import { createLogger, logger, setLogger } from '../../src/core/log.js'
+import { registry } from '../../src/core/metrics.js'
+import { createRateLimits, type RateLimits } from '../../src/core/rate-limit.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 
 /** Set by CI (and by you, to run the shared-limit test): a Redis server the tests may write to. */
 const REDIS_URL = process.env.TEST_REDIS_URL
@@ -190,3 +194,111 @@ describe(`rate limits when Redis is down (${testBackend})`, () => {
 async function waitForRedis(app: App) {
   for (let i = 0; i < 100 && app.limits.store === 'redis' && !(await app.limits.ready()); i++) await new Promise((r) => setTimeout(r, 50))
 }
+
+describe.runIf(REDIS_URL)(`rate limits when Redis stalls (${testBackend})`, () => {
+  const previous = logger
+  let proxy: TcpProxy
+  let limits: RateLimits
+  beforeAll(async () => {
+    const target = new URL(REDIS_URL!)
+    proxy = new TcpProxy(target.hostname, Number(target.port || 6379))
+    await proxy.start()
+    target.host = `127.0.0.1:${proxy.port}`
+    setLogger(createLogger('silent')) // the warning is checked in 'rate limits when Redis is down'
+    const config = loadConfig({ NODE_ENV: 'test', RATE_LIMIT_PUBLIC_PER_MINUTE: '5', REDIS_URL: target.toString() })
+    limits = createRateLimits(config, { redisPrefix: `vaultgate:test:${randomBytes(4).toString('hex')}`, redisCooldownMs: 1500 })
+    for (let i = 0; i < 100 && !(await limits.ready()); i++) await new Promise((r) => setTimeout(r, 50))
+    expect(await limits.ready()).toBe(true)
+  })
+  afterAll(async () => {
+    setLogger(previous)
+    limits.close()
+    proxy.restore()
+    await proxy.cut()
+  })
+
+  const decisions = async () => {
+    const text = await registry.metrics()
+    const n = (result: string) =>
+      Number(new RegExp(`^vaultgate_rate_limit_decisions_total\\{bucket="public",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+    return { allowed: n('allowed'), fallback: n('fallback'), limited: n('limited') }
+  }
+
+  it('waits on a stalled Redis once, then counts in process for the cool-down without sending Redis anything, still limiting; then tries Redis again', async () => {
+    const ip = freshIp()
+    await limits.consume('public', ip) // through Redis
+    const before = await decisions()
+    proxy.stall()
+    // The first request meets the stall (the command timeout) and is counted in process.
+    await limits.consume('public', ip)
+    const sentAtFailure = proxy.chunks
+    // Later ones ask Redis nothing during the cool-down, and the in-process budget still holds.
+    const outcomes: string[] = []
+    for (let i = 0; i < 6; i++)
+      outcomes.push(
+        await limits.consume('public', ip).then(
+          () => 'ok',
+          (e: AppError) => e.code,
+        ),
+      )
+    expect(proxy.chunks).toBe(sentAtFailure)
+    expect(outcomes).toEqual(['ok', 'ok', 'ok', 'ok', 'rate_limited', 'rate_limited'])
+    expect(await decisions()).toEqual({ allowed: before.allowed, fallback: before.fallback + 5, limited: before.limited + 2 })
+
+    // After the cool-down, Redis is asked again (and answers once the stall ends).
+    proxy.restore()
+    await new Promise((r) => setTimeout(r, 1600))
+    await limits.consume('public', freshIp())
+    expect(proxy.chunks).toBeGreaterThan(sentAtFailure)
+    expect((await decisions()).allowed).toBe(before.allowed + 1)
+  })
+})
+
+describe(`wrong admin and internal tokens (${testBackend})`, () => {
+  const ADMIN = 'admin-token-for-bearer-limits-0123456789abcdef'
+  const INTERNAL = 'internal-token-for-bearer-limits-0123456789abcdef'
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp({ ADMIN_TOKEN: ADMIN, INTERNAL_TOKEN: INTERNAL, TRUST_PROXY: '1', RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '3' })
+  })
+  afterAll(() => t.close())
+
+  const admin = (ip: string, token: string) => t.request('/admin/allowlist', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip } })
+  const verify = (ip: string, token: string) =>
+    t.request('/internal/v1/apiKey/verify', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: JSON.stringify({ apiKey: 'x' }),
+    })
+
+  it('answers 429 to an address after a burst of wrong tokens, the right token included, on admin and internal routes alike; other addresses are served', async () => {
+    const ip = freshIp()
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await admin(ip, `wrong-${i}-${ADMIN}`)).status)
+    expect(statuses).toEqual([401, 401, 401])
+    const refused = await admin(ip, 'wrong-again')
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect(await refused.json()).toEqual({
+      status: 'error',
+      error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests with a wrong token from this address; retry in \d+ s\.$/) },
+      server_time_ms: expect.any(Number),
+    })
+    // Guessing right now teaches nothing: the right tokens are refused too, the early verify answer included.
+    expect((await admin(ip, ADMIN)).status).toBe(429)
+    expect((await verify(ip, INTERNAL)).status).toBe(429)
+    expect((await verify(ip, 'wrong')).status).toBe(429)
+    // Another address keeps its own budget.
+    const other = freshIp()
+    expect((await admin(other, ADMIN)).status).toBe(200)
+    expect((await verify(other, INTERNAL)).status).toBe(200)
+    expect((await verify(other, 'wrong')).status).toBe(401)
+  })
+
+  it('never counts the right token', async () => {
+    const ip = freshIp()
+    const statuses = []
+    for (let i = 0; i < 10; i++) statuses.push((await admin(ip, ADMIN)).status)
+    expect(statuses).toEqual(Array(10).fill(200))
+  })
+})

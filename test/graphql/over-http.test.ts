@@ -80,6 +80,25 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
     expect((await post(small, { query: '{ vault(id: "v00") { id } }' })).body).toEqual({ data: { vault: { id: 'v00' } } })
   })
 
+  it('measures answers that carry an error too: a bad-argument field does not take a large query past GRAPHQL_MAX_RESPONSE_BYTES', async () => {
+    const q = '{ user(address: "nope") { address } vaults(first: 12) { edges { node { id name description apiEndpoint contract { address } } } } }'
+    const res = await post(small, { query: q })
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({
+      errors: [
+        {
+          message: 'The answer would be larger than 1024 bytes (GRAPHQL_MAX_RESPONSE_BYTES); ask for fewer fields, fewer aliases or smaller pages.',
+          extensions: { code: 'bad_request' },
+        },
+      ],
+    })
+    // A small answer with an error passes, with its data and its error.
+    const ok = await post(small, { query: '{ user(address: "nope") { address } vault(id: "v00") { id } }' })
+    expect(ok.status).toBe(200)
+    expect(ok.body.data).toEqual({ user: null, vault: { id: 'v00' } })
+    expect(ok.body.errors[0].extensions.code).toBe('bad_request')
+  })
+
   it('answers 200 when the answer carries data, keeping the good part next to the error of a bad argument', async () => {
     const res = await post(t, { query: '{ vault(id: "v01") { id } user(address: "nope") { address } }' })
     expect(res.status).toBe(200)
@@ -135,6 +154,37 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
     expect(rest.headers.get('access-control-allow-origin')).toBeNull()
   })
 
+  it('answers the key mutations no-store, without the public wildcard CORS, whatever their outcome', async () => {
+    const origin = { origin: 'https://dash.example' }
+    for (const query of [
+      'mutation { createApiKey { id } }',
+      'mutation { revokeApiKey }',
+      'mutation M { a: revokeApiKey b: createApiKey(keyPrefix: "x") { id } }',
+    ]) {
+      const res = await post(t, { query }, { ...GRAPHQL_RESPONSE, ...origin })
+      expect([query, res.headers.get('cache-control'), res.headers.get('access-control-allow-origin')]).toEqual([query, 'no-store', null])
+    }
+  })
+
+  it('answers refusals made before the operation is read (rate limit, body limit) under the key rules when it touches key management', async () => {
+    const limited = await createTestApp({ CORS_ORIGINS: '*', RATE_LIMIT_PUBLIC_PER_MINUTE: '1', TRUST_PROXY: '1', REQUEST_BODY_LIMIT_BYTES: '2048' })
+    try {
+      const send = (ip: string, body: string) =>
+        limited.request('/graphql', { method: 'POST', headers: { ...GRAPHQL_RESPONSE, origin: 'https://dash.example', 'x-forwarded-for': ip }, body })
+      const policy = (res: Response) => [res.status, res.headers.get('cache-control'), res.headers.get('access-control-allow-origin')]
+      const keyQuery = JSON.stringify({ query: 'mutation { revokeApiKey }' })
+      const publicQuery = JSON.stringify({ query: '{ vault(id: "v01") { id } }' })
+      expect(policy(await send('10.20.0.1', publicQuery))).toEqual([200, null, '*'])
+      // Over the rate limit: the public query keeps the public rules, the key mutation gets the key rules.
+      expect(policy(await send('10.20.0.1', publicQuery))).toEqual([429, 'no-store', '*'])
+      expect(policy(await send('10.20.0.1', keyQuery))).toEqual([429, 'no-store', null])
+      // Over the body limit nothing can be read: the key rules.
+      expect(policy(await send('10.20.0.2', JSON.stringify({ query: `{ vault(id: "v01") { id } } # ${'x'.repeat(3000)}` })))).toEqual([400, 'no-store', null])
+    } finally {
+      await limited.close()
+    }
+  })
+
   it('counts a cursor it did not issue as bad_request in vaultgate_errors_total', async () => {
     const count = async () => {
       const text = await (await t.request('/metrics')).text()
@@ -172,5 +222,33 @@ describe(`error messages and client values (${testBackend})`, () => {
     expect(JSON.stringify(graphql.body)).not.toContain(key)
     // Short, ordinary values are still named.
     expect((await (await t.request('/v1/vaults/nope')).json()).error.message).toBe('Vault "nope" was not found.')
+  })
+
+  it("withhold a bad variable's value longer than 128 characters, a pasted key, a long literal or a long name in graphql-js' own messages", async () => {
+    const key = 'vaultgate_3yQnC7ZxHBkBk9SXxTbmmBsmXPYCpeHvHXSLS4Rz9Gf5'
+    const long = 'y'.repeat(5000)
+    const answers = [
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: long }),
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: key }),
+      await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: { [long]: 1 } }),
+      await t.graphql(`query Q($tf: CompositionTimeframe!) { vault(id: "v") { compositionSeries(timeframe: $tf) { labels } } }`, { tf: long }),
+      await t.graphql(`{ vaults(first: "${long}") { edges { cursor } } }`),
+      await t.graphql(`{ vaults(first: ${'9'.repeat(300)}) { edges { cursor } } }`),
+      await t.graphql(`{ vault(id: "v") { ${long} } }`),
+    ]
+    for (const [i, a] of answers.entries()) {
+      const text = JSON.stringify(a.body)
+      expect(text, String(i)).not.toContain('y'.repeat(129))
+      expect(text, String(i)).not.toContain('9'.repeat(129))
+      expect(text, String(i)).not.toContain(key)
+      expect(a.body.errors[0].extensions.code, String(i)).toBe('bad_request')
+      expect(a.body.errors[0].message, String(i)).toMatch(/\(a value of \d+ characters, not repeated here\)/)
+    }
+    expect(answers[0]!.body.errors[0].message).toBe(
+      'Variable "$n" got invalid value (a value of 5000 characters, not repeated here); Int cannot represent non-integer value: (a value of 5000 characters, not repeated here)',
+    )
+    // A short value is still named.
+    const short = await t.graphql('query Q($n: Int) { vaults(first: $n) { edges { cursor } } }', { n: 'ten' })
+    expect(short.body.errors[0].message).toBe('Variable "$n" got invalid value "ten"; Int cannot represent non-integer value: "ten"')
   })
 })

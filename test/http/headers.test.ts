@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 
-const ADMIN_TOKEN = 'admin-token-0123456789'
+const ADMIN_TOKEN = 'admin-token-0123456789-0123456789-abcdef'
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 describe(`security headers (${testBackend})`, () => {

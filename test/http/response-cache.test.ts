@@ -11,7 +11,7 @@ import { vaultDoc } from '../support/wallet-data.js'
 // answer that depends on who asks. Its TTL is a minute here, so only invalidation can explain a
 // fresh read.
 
-const ADMIN_TOKEN = 'admin-token-for-cache-tests'
+const ADMIN_TOKEN = 'admin-token-for-cache-tests-0123456789abcdef'
 
 const vault = (id: string, tvl: string): ImportVault =>
   vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5', contract: { address: '0x00000000000000000000000000000000000000cc' } })

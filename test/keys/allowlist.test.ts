@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { freshStorage, testBackend } from '../support/db.js'
@@ -74,6 +74,61 @@ describe(`/admin/allowlist (${testBackend})`, () => {
     } finally {
       await off.close()
     }
+  })
+})
+
+describe(`allowlist rows deleted by SQL (${testBackend})`, () => {
+  const W3 = '0xabcdef0000000000000000000000000000000003'
+  const W4 = '0xabcdef0000000000000000000000000000000004'
+  const W5 = '0xabcdef0000000000000000000000000000000005'
+  let t: KeysTestApp
+  beforeAll(async () => {
+    t = await createKeysTestApp({ allowlist: [W3, W4, W5] })
+  })
+  afterAll(() => t.close())
+
+  const events = (wallet: string) =>
+    t.db.prisma.keyEvent.findMany({ where: { wallet }, orderBy: { id: 'asc' }, select: { action: true, reason: true, actor: true } })
+  /** Until the verifier (its cache dropped by the key channel's NOTIFY) answers as expected. */
+  const verifiesAs = async (apiKey: string, expected: Record<string, unknown>) =>
+    vi.waitFor(async () => expect((await t.verify(apiKey)).body.data).toMatchObject(expected), { timeout: 5000, interval: 50 })
+
+  it('revokes the wallet key, records it and tells the verifiers, when its row is deleted by SQL; adding the row back revives nothing', async () => {
+    const key = (await t.create(W3)).body.data
+    // Verified once: the active state is now cached (API_KEY_CACHE_TTL_MS, 30 s).
+    expect((await t.verify(key.apiKey)).body.data).toMatchObject({ active: true, keyId: key.id })
+    await t.db.prisma.$executeRawUnsafe(`DELETE FROM allowlist WHERE address = '${W3}'`)
+    await verifiesAs(key.apiKey, { active: false, keyId: key.id, reason: 'not_whitelisted' })
+    const row = await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })
+    expect([row.revokedAt === null, row.revokeReason]).toEqual([false, 'allowlist_removed'])
+    expect(await events(W3)).toEqual([
+      { action: 'created', reason: null, actor: W3 },
+      { action: 'revoked', reason: 'allowlist_removed', actor: 'system' },
+    ])
+    await t.db.prisma.$executeRawUnsafe(`INSERT INTO allowlist (address) VALUES ('${W3}')`)
+    expect((await t.verify(key.apiKey)).body.data).toMatchObject({ active: false, reason: 'not_whitelisted' })
+    expect((await t.get(W3)).body.data).toBeNull()
+    // The wallet, listed again, creates a new key.
+    expect((await t.create(W3)).status).toBe(200)
+  })
+
+  it('revokes every listed wallet key on TRUNCATE', async () => {
+    const key = (await t.create(W4)).body.data
+    expect((await t.verify(key.apiKey)).body.data.active).toBe(true)
+    await t.db.prisma.$executeRawUnsafe('TRUNCATE allowlist')
+    await verifiesAs(key.apiKey, { active: false, reason: 'not_whitelisted' })
+    expect((await events(W4)).at(-1)).toEqual({ action: 'revoked', reason: 'allowlist_removed', actor: 'system' })
+    expect(await t.db.prisma.apiKey.count({ where: { revokedAt: null } })).toBe(0)
+  })
+
+  it('leaves the admin route one revocation event, by the admin', async () => {
+    await t.db.prisma.allowlistEntry.create({ data: { address: W5 } })
+    const key = (await t.create(W5)).body.data
+    expect((await t.unlist(W5)).body.data).toEqual({ address: W5, removed: true, revokedKeyId: key.id })
+    expect(await events(W5)).toEqual([
+      { action: 'created', reason: null, actor: W5 },
+      { action: 'revoked', reason: 'allowlist_removed', actor: 'admin' },
+    ])
   })
 })
 

@@ -41,6 +41,8 @@ const admin = (init: RequestInit, token = ADMIN_TOKEN): RequestInit => ({
 describe(`OpenAPI document (${testBackend})`, () => {
   let t: KeysTestApp
   let noAdmin: App
+  /** Past its wrong-token budget (one a minute): every admin and internal route answers 429. */
+  let locked: App
   let doc: Doc
   const ajv = new Ajv2020({ allErrors: true, strict: true })
   // ajv-formats is CommonJS with a `default` export; this form works under both module systems.
@@ -49,9 +51,15 @@ describe(`OpenAPI document (${testBackend})`, () => {
   ajv.addKeyword({ keyword: 'components' })
 
   beforeAll(async () => {
-    t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET, OTHER] })
+    // Every wrong-token answer is exercised here: none may become the wrong-token rate limit's 429.
+    t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET, OTHER], env: { RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '0' } })
     await importDocument(explorerDocument)
     noAdmin = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db })
+    locked = createApp({
+      config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ADMIN_TOKEN, INTERNAL_TOKEN, RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '1' }),
+      db: t.db,
+    })
+    for (let i = 0; i < 2; i++) await locked.fetch(new Request('http://vaultgate.test/admin/allowlist', { headers: { authorization: 'Bearer wrong' } }))
     const res = await t.request('/openapi.json')
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')
@@ -60,6 +68,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
   })
   afterAll(async () => {
     await noAdmin.close()
+    await locked.close()
     await t.close()
   })
 
@@ -273,6 +282,17 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/admin/webhooks/${spare}`, init: await key('DELETE', wrong), status: 401 },
       { path: `/admin/webhooks/${spare}`, init: await key('DELETE', bearer(ADMIN_TOKEN)), status: 404 },
     )
+
+    // The wrong-token rate limit: an address past it gets 429 on every admin and internal route, the right token included.
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops as Record<string, Operation>)) {
+        if (!op.responses['429'] || !path.startsWith('/admin') || op.operationId === undefined) continue
+        const concrete = path.replace('{address}', LISTED_LATER).replace(/\{\w+\}/g, unknownId)
+        const verb = method.toUpperCase()
+        cases.push({ app: locked, path: concrete, init: await key(verb, bearer(ADMIN_TOKEN), verb === 'GET' ? undefined : {}), status: 429 })
+      }
+    }
+    cases.push({ app: locked, path: '/internal/v1/apiKey/verify', init: await verify(created.body.data.apiKey), status: 429 })
 
     // Conditional requests: a 304 for each cacheable route, with the ETag of its own last answer.
     for (const path of ['/v1/vaults', `/v1/vaults/${fullVault.id}/composition`, series]) {

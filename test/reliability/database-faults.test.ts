@@ -1,9 +1,14 @@
+import http, { type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
+import { createAdaptorServer } from '@hono/node-server'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, sqlObservers, type Database, type SqlEvent } from '../../src/db/client.js'
 import { importDocument } from '../../src/importer/write.js'
+import { generateRawKey } from '../../src/keys/format.js'
 import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
@@ -12,6 +17,7 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { classify, Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
+const INTERNAL_TOKEN = 'internal-token-for-database-faults-0123456789'
 const UNAVAILABLE = {
   status: 'error',
   error: { code: 'unavailable', message: 'The database is unavailable; try again shortly.' },
@@ -50,7 +56,9 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     REQUEST_TIMEOUT_MS: '2000',
     DB_IDLE_TIMEOUT_MS: '60000',
     RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
+    RATE_LIMIT_VERIFY_PER_MINUTE: '0',
     RESPONSE_CACHE_TTL_MS: '0',
+    INTERNAL_TOKEN,
   }
 
   // Every fault is logged as an error by design; keep the CI log to the [reliability] lines.
@@ -216,5 +224,153 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
       body: { errors: [{ message: 'The request took longer than 2000 ms; try again shortly.', extensions: { code: 'unavailable' } }] },
     })
     expect(slow.statements).toEqual([control.statements[0]])
+  })
+
+  const verify = (apiKey: string) =>
+    call('/internal/v1/apiKey/verify', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ apiKey }),
+    })
+  const VERIFY_UNAVAILABLE = {
+    status: 'error',
+    error: { code: 'unavailable', message: 'API key state cannot be checked right now; refuse the key and retry shortly.' },
+    server_time_ms: expect.any(Number),
+  }
+
+  it('fails key verification closed within DB_CONNECT_TIMEOUT_MS while PostgreSQL is unreachable: 30 concurrent verifies all 503', async () => {
+    // Keys of the right form that no cache holds: each one must be read.
+    const keys = Array.from({ length: 30 }, () => generateRawKey('probe'))
+    proxy.stall()
+    const tally = new Tally('key verification, database unreachable (connect timeout 1 s)')
+    const started = performance.now()
+    const answers = await Promise.all(
+      keys.map(async (k) => {
+        const res = await verify(k)
+        return { status: res.status, body: await res.json(), ms: performance.now() - started }
+      }),
+    )
+    const slowest = Math.max(...answers.map((a) => a.ms))
+    for (const a of answers) tally.add(a.status, a.body.error?.code)
+    tally.print({ 'slowest ms': Math.round(slowest) })
+    proxy.restore()
+    expect(tally.counts()).toEqual({ '503 unavailable': 30 })
+    expect(answers[0]!.body).toEqual(VERIFY_UNAVAILABLE)
+    // DB_CONNECT_TIMEOUT_MS is 1 s; the margin is for a loaded machine.
+    expect(slowest).toBeLessThan(1000 + 750)
+    await expectHealthy('database reachable again after the verifies')
+    expect((await (await verify(keys[0]!)).json()).data).toMatchObject({ active: false, reason: 'unknown' })
+  })
+
+  it('answers unavailable, never internal, when PostgreSQL closes connections in the middle of queries (ORM and raw SQL alike)', async () => {
+    const tally = new Tally('connections closed mid-query')
+    // Every packet waits 400 ms: the queries are on the wire when the proxy cuts them.
+    proxy.delay(400)
+    const inFlight = Promise.all([
+      ...routes.map(([path, init]) => call(path, init).then(classify)),
+      ...Array.from({ length: 3 }, () => verify(generateRawKey('cut')).then(classify)),
+    ])
+    await new Promise((r) => setTimeout(r, 150))
+    // Reset, not closed: the driver reads ECONNRESET, which Prisma reports as ConnectionClosed
+    // (P1017 for the ORM's queries, P2010 with the adapter's error for raw SQL).
+    await proxy.cut({ reset: true })
+    const answers = await inFlight
+    for (const a of answers) tally.add(a.status, a.code)
+    tally.print()
+    expect(tally.counts()).toEqual({ '503 unavailable': routes.length - 1 + 3, '200 unavailable': 1 })
+    await proxy.start()
+    proxy.restore()
+    await expectHealthy('database back after the cut')
+  })
+
+  it('reads key state once for a verification that fails, and logs it once', async () => {
+    const lines: Record<string, unknown>[] = []
+    setLogger(
+      createLogger(
+        'info',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            lines.push(JSON.parse(String(chunk)))
+            done()
+          },
+        }),
+      ),
+    )
+    const statements: string[] = []
+    const observer = (e: SqlEvent) => statements.push(e.sql)
+    try {
+      await proxy.cut()
+      sqlObservers.add(observer)
+      const answer = await verify(generateRawKey('once'))
+      expect(answer.status).toBe(503)
+      expect(await answer.json()).toEqual(VERIFY_UNAVAILABLE)
+    } finally {
+      sqlObservers.delete(observer)
+      setLogger(createLogger('silent'))
+      await proxy.start()
+    }
+    expect(statements.filter((sql) => sql.includes('FROM api_keys'))).toHaveLength(1)
+    const errors = lines.filter((l) => (l.level as number) >= 40).map((l) => l.msg)
+    expect(errors).toEqual(['API key verification unavailable'])
+    expect(lines.filter((l) => l.msg === 'request').map((l) => l.status)).toEqual([503])
+    await expectHealthy('database back after the failed verification')
+  })
+
+  it('logs a client that went away before its answer at info, counted with status 499, never as a 500 with a stack', async () => {
+    const lines: Record<string, any>[] = []
+    setLogger(
+      createLogger(
+        'info',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            lines.push(JSON.parse(String(chunk)))
+            done()
+          },
+        }),
+      ),
+    )
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const metric = async (route: string) => {
+      const text = await (await call('/metrics')).text()
+      const line = text.split('\n').find((l) => l.startsWith('vaultgate_http_requests_total{') && l.includes(`route="${route}"`) && l.includes('status="499"'))
+      return Number(line?.split(' ').pop() ?? 0)
+    }
+    const before = { rest: await metric('/v1/vaults/:vault_id'), graphql: await metric('/graphql') }
+    try {
+      // Every packet to the database waits 1.5 s: both requests are still waiting when their clients leave.
+      proxy.delay(1500)
+      const leave = (path: string, init: http.RequestOptions, body?: string) =>
+        new Promise<void>((resolve) => {
+          const req = http.request({ host: '127.0.0.1', port, path, ...init })
+          req.on('error', () => resolve())
+          req.end(body)
+          setTimeout(() => {
+            req.destroy()
+            resolve()
+          }, 300)
+        })
+      await Promise.all([
+        leave('/v1/vaults/v1', { method: 'GET' }),
+        leave('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' } }, JSON.stringify({ query: '{ vault(id: "v2") { id } }' })),
+      ])
+      // Until both requests have finished on the server side.
+      await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request' && l.route !== '/metrics')).toHaveLength(2), { timeout: 10_000, interval: 100 })
+    } finally {
+      proxy.restore()
+      setLogger(createLogger('silent'))
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+    const answered = lines.filter((l) => l.msg === 'request' && l.route !== '/metrics').map((l) => ({ route: l.route, status: l.status, level: l.level }))
+    expect(answered.sort((a, b) => a.route.localeCompare(b.route))).toEqual([
+      { route: '/graphql', status: 499, level: 30 },
+      { route: '/v1/vaults/:vault_id', status: 499, level: 30 },
+    ])
+    // Errors: none (the slow statements still waiting on the database are warned of, as always).
+    expect(lines.filter((l) => l.level >= 50 || (l.level >= 40 && l.msg !== 'slow SQL statement'))).toEqual([])
+    expect(JSON.stringify(lines)).not.toContain('"stack"')
+    expect({ rest: await metric('/v1/vaults/:vault_id'), graphql: await metric('/graphql') }).toEqual({ rest: before.rest + 1, graphql: before.graphql + 1 })
+    await expectHealthy('database fast again after the clients left')
   })
 })

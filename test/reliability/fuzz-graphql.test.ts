@@ -4,7 +4,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
-import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
+import { longClientValues, nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
 import { Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
@@ -174,7 +174,10 @@ describe(`GraphQL under random input (${testBackend})`, () => {
         accept,
         async (body, acc) => {
           const res = await send(body, tally, acc)
-          expect(await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED }), JSON.stringify(body).slice(0, 500)).toBeUndefined()
+          expect(
+            await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED, sent: longClientValues(body) }),
+            JSON.stringify(body).slice(0, 500),
+          ).toBeUndefined()
         },
       ),
       runs(300),
@@ -189,10 +192,49 @@ describe(`GraphQL under random input (${testBackend})`, () => {
     await fc.assert(
       fc.asyncProperty(oddBodies, accept, async (body, acc) => {
         const res = await send(body, tally, acc)
-        expect(await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED }), JSON.stringify(body).slice(0, 500)).toBeUndefined()
+        expect(
+          await violation(res, { graphql: true, method: 'POST', allowed: DOCUMENTED, sent: longClientValues(body) }),
+          JSON.stringify(body).slice(0, 500),
+        ).toBeUndefined()
       }),
       runs(200),
     )
     tally.print()
+  })
+
+  it('refuses expensive documents whose size is in their variables (aliased series under a page of $first) with coded errors, and answers the cheap ones', async () => {
+    const tally = new Tally('GraphQL fuzz (expensive variable-sized documents)')
+    const expensive = fc.record({
+      aliases: fc.integer({ min: 1, max: 15 }),
+      first: fc.oneof(fc.integer({ min: -5, max: 500 }), fc.constantFrom(null, undefined, '50', 1e9, 2 ** 31)),
+      timeframe: fc.constantFrom('P1D', 'P7D', 'P30D', 'P1Y', 'ALL', 'nope', undefined),
+      groupBy: fc.constantFrom('platform', 'asset', undefined),
+      asVariable: fc.boolean(),
+    })
+    await fc.assert(
+      fc.asyncProperty(expensive, accept, async ({ aliases, first, timeframe, groupBy, asVariable }, acc) => {
+        const series = Array.from(
+          { length: aliases },
+          (_, i) =>
+            `s${i}: compositionSeries(timeframe: ${asVariable ? '$t' : (timeframe ?? 'P7D')}${groupBy ? `, groupBy: ${groupBy}` : ''}) { labels points { t weightsPct } }`,
+        ).join(' ')
+        const body = {
+          query: `query Costly($first: Int${asVariable ? ', $t: CompositionTimeframe!' : ''}) { vaults(first: $first) { edges { node { id ${series} } } } }`,
+          variables: { first, ...(asVariable ? { t: timeframe } : {}) },
+        }
+        const res = await send(body, tally, acc)
+        expect(
+          await violation(res.clone(), { graphql: true, method: 'POST', allowed: DOCUMENTED, sent: longClientValues(body) }),
+          JSON.stringify(body).slice(0, 500),
+        ).toBeUndefined()
+        const answer = (await res.json()) as { errors?: { message: string; extensions: { code: string } }[] }
+        // A page of more than 100 vaults with a year of series under each cannot be within the cost limit.
+        if (typeof first === 'number' && first > 100 && aliases >= 5 && timeframe === 'P1Y' && !answer.errors?.some((e) => /first|timeframe/i.test(e.message)))
+          expect(answer.errors?.[0]).toMatchObject({ message: expect.stringMatching(/^Query Cost limit of \d+ exceeded/), extensions: { code: 'bad_request' } })
+      }),
+      runs(150),
+    )
+    tally.print()
+    expect([...tally.byStatus.keys()].some((k) => k.endsWith('bad_request'))).toBe(true)
   })
 })

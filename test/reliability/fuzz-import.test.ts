@@ -5,7 +5,7 @@ import { testBackend } from '../support/db.js'
 import { nastyJson, nastyString, runs, violation } from '../support/fuzz.js'
 import { classify, Tally } from '../support/report.js'
 
-const ADMIN_TOKEN = 'fuzz-admin-token-0123456789'
+const ADMIN_TOKEN = 'fuzz-admin-token-0123456789-0123456789abcdef'
 const WALLET = '0x00000000000000000000000000000000000000b1'
 
 /** A valid document: each run changes one of its values, or throws it away for random JSON. */

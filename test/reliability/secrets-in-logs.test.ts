@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clientError } from '../../src/http/errors.js'
 import { digestOf } from '../../src/keys/format.js'
 import { createLogger, logger, setLogger } from '../../src/core/log.js'
 import { testBackend } from '../support/db.js'
 import { rawJwt, signSession } from '../support/jwt.js'
-import { createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
+import { createTestApp, type TestApp } from '../support/app.js'
+import { ADMIN_TOKEN, createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
 
 // Everything the gateway logs (at trace level) while keys are created, used, refused and broken,
 // searched for every form of every secret that passed through: raw keys, their secret halves, their
@@ -65,7 +67,7 @@ describe(`secrets in logs (${testBackend})`, () => {
     }
     const session = await t.session([W])
     const jwt = session.authorization!.slice('Bearer '.length)
-    remember(jwt, jwt.split('.')[2]!, INTERNAL_TOKEN, 'admin-token-0123456789')
+    remember(jwt, jwt.split('.')[2]!, INTERNAL_TOKEN, ADMIN_TOKEN)
 
     // Creation, inspection and use, over REST and GraphQL.
     const first = await t.create(W, { keyPrefix: 'desk' })
@@ -153,5 +155,74 @@ describe(`secrets in logs (${testBackend})`, () => {
     expect(found).toEqual([])
     expect(bytesFound).toBe(0)
     expect(leakedInAnswers).toBe(0)
+  })
+})
+
+describe(`client strings in error logs (${testBackend})`, () => {
+  const chunks: string[] = []
+  const previous = logger
+  let t: TestApp
+  beforeAll(async () => {
+    setLogger(
+      createLogger(
+        'trace',
+        new Writable({
+          write: (chunk, _enc, done) => {
+            chunks.push(String(chunk))
+            done()
+          },
+        }),
+      ),
+    )
+    t = await createTestApp()
+  })
+  afterAll(async () => {
+    setLogger(previous)
+    await t.app.close() // the test closed the database itself
+  })
+
+  /** Every string field of every logged error, and every field named path. */
+  const errorLines = () =>
+    chunks
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, any>)
+      .filter((l) => l.level >= 40)
+
+  it("holds PostgreSQL's sentence without the value it could not read, and no message longer than 128 characters", async () => {
+    const value = `not-a-uuid-${'x'.repeat(300)}`
+    const short = 'not-a-uuid-0123'
+    for (const v of [value, short]) {
+      const err = await t.db.prisma.$queryRawUnsafe('SELECT $1::uuid AS id', v).catch((e: unknown) => e)
+      logger.error({ err }, `unexpected error ${v.length}`)
+    }
+    const [long, brief] = errorLines().slice(-2)
+    expect(JSON.stringify(long)).not.toContain('x'.repeat(129))
+    expect(long!.err.message).toMatch(/invalid input syntax for type uuid: \(a value of 311 characters/)
+    expect(long!.err.message.length).toBeLessThanOrEqual(129)
+    // An id-sized value is the useful part of the sentence and stays.
+    expect(brief!.err.message).toContain(`"${short}"`)
+    // Prisma's meta (the driver's original message, with the value) is not logged.
+    expect(long!.err.meta).toBeUndefined()
+  })
+
+  it('logs a long request path and long GraphQL aliases by their length, while the database is gone', async () => {
+    await t.db.close()
+    const alias = `a${'b'.repeat(1000)}`
+    const pathId = 'c'.repeat(2000)
+    // GraphQL first: identical error lines within 10 s are written once (src/core/log.ts).
+    const gql = await t.graphql(`{ ${alias}: vault(id: "v1") { id } }`)
+    const rest = await t.request(`/v1/vaults/${pathId}`)
+    expect([rest.status, gql.body.errors?.[0]?.extensions?.code]).toEqual([expect.any(Number), expect.stringMatching(/^(internal|unavailable)$/)])
+    const text = chunks.join('')
+    expect(text).not.toContain('b'.repeat(129))
+    expect(text).not.toContain('c'.repeat(129))
+    const lines = errorLines()
+    // The aliased field's path names the alias by its length.
+    expect(lines.filter((l) => l.msg === 'resolver failed').map((l) => l.path)).toContainEqual(['(a value of 1001 characters, not repeated here)'])
+    // So does the path of a route's unexpected error (every route reaches the log through clientError).
+    clientError(new Error('boom'), { requestId: 'r1', path: `/v1/vaults/${pathId}` })
+    expect(errorLines().at(-1)).toMatchObject({ msg: 'unexpected error', path: '(a value of 2011 characters, not repeated here)' })
   })
 })

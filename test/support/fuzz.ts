@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { isErrorCode } from '../../src/core/errors.js'
+import { isErrorCode, MAX_ECHO } from '../../src/core/errors.js'
 
 /** What a crash, a driver message or a stack trace looks like in a body. */
 const LEAKS = [
@@ -24,13 +24,19 @@ export function leaks(text: string): string | undefined {
  */
 export async function violation(
   res: Response,
-  { graphql, method, allowed }: { graphql: boolean; method: string; allowed: number[] },
+  { graphql, method, allowed, sent = [] }: { graphql: boolean; method: string; allowed: number[]; sent?: string[] },
 ): Promise<string | undefined> {
   if (!allowed.includes(res.status)) return `status ${res.status}: ${(await res.text()).slice(0, 300)}`
   if (res.headers.get('x-content-type-options') !== 'nosniff') return 'no security headers'
   const text = await res.text()
   const leak = leaks(text)
   if (leak) return `body leaks ${leak}: ${text.slice(0, 300)}`
+  // No client value longer than MAX_ECHO comes back, raw or JSON-escaped (src/core/errors.ts quoted()).
+  for (const value of sent) {
+    const head = value.slice(0, MAX_ECHO + 1)
+    if (text.includes(head) || text.includes(JSON.stringify(head).slice(1, -1)))
+      return `echoes a client value of ${value.length} characters: ${text.slice(0, 300)}`
+  }
   if (method === 'HEAD' || res.status === 204 || res.status === 304) return text === '' ? undefined : 'body on a bodiless answer'
   if (res.headers.get('content-type')?.startsWith('text/html')) return undefined // GraphiQL
   let body: any
@@ -43,6 +49,8 @@ export async function violation(
     if (typeof body !== 'object' || body === null || (!('data' in body) && !('errors' in body))) return `not a GraphQL response: ${text.slice(0, 200)}`
     for (const e of body.errors ?? []) {
       if (typeof e.message !== 'string' || !isErrorCode(e.extensions?.code)) return `GraphQL error without a known code: ${JSON.stringify(e)}`
+      if (/cost limit|would be larger than/i.test(e.message) && e.extensions.code !== 'bad_request')
+        return `cost refusal not coded bad_request: ${JSON.stringify(e)}`
       if (e.extensions.code === 'internal') return `internal error: ${JSON.stringify(e)}`
       if (/Did you mean/.test(e.message)) return `suggestion leaked: ${e.message}`
     }
@@ -66,6 +74,38 @@ export async function violation(
     if (body.error.code === 'internal') return `internal error: ${text}`
   }
   return undefined
+}
+
+/**
+ * The values of a request longer than MAX_ECHO that an answer must not repeat: every string of a
+ * JSON value (member names too), and every string literal and name of GraphQL text in it.
+ */
+export function longClientValues(...sources: unknown[]): string[] {
+  const out: string[] = []
+  const visit = (v: unknown, graphqlText: boolean) => {
+    if (typeof v === 'string') {
+      if (v.length > MAX_ECHO && !graphqlText) out.push(v)
+      if (graphqlText) {
+        for (const m of v.matchAll(/"(?:[^"\\]|\\.)*"|[_A-Za-z][_0-9A-Za-z]*|-?\d[\d.eE+-]*/g)) {
+          let token = m[0]
+          if (token.startsWith('"'))
+            try {
+              token = JSON.parse(token) as string
+            } catch {
+              token = token.slice(1, -1)
+            }
+          if (token.length > MAX_ECHO) out.push(token)
+        }
+      }
+    } else if (Array.isArray(v)) for (const x of v) visit(x, false)
+    else if (v !== null && typeof v === 'object')
+      for (const [k, x] of Object.entries(v)) {
+        if (k.length > MAX_ECHO) out.push(k)
+        visit(x, k === 'query')
+      }
+  }
+  for (const source of sources) visit(source, false)
+  return out
 }
 
 /**

@@ -25,6 +25,18 @@ export async function signSession(key: TestKey, claims: JWTPayload, options: { n
   return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT', ...options.header }).sign(key.privateKey)
 }
 
+/**
+ * A token signed by `key` (ES256) over header and claims written as given: JSON text a library
+ * would never produce, such as a member name twice.
+ */
+export async function signRawText(key: TestKey, header: string, claims: string): Promise<string> {
+  if (key.alg !== 'ES256') throw new Error('signRawText signs with ES256 keys')
+  const input = `${Buffer.from(header).toString('base64url')}.${Buffer.from(claims).toString('base64url')}`
+  // WebCrypto's ECDSA signature is r‖s, the form JWS uses.
+  const signature = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.privateKey, new TextEncoder().encode(input))
+  return `${input}.${Buffer.from(signature).toString('base64url')}`
+}
+
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url')
 
 /** A compact JWS assembled by hand (for `alg: none`, tampering and other forgeries). */

@@ -5,8 +5,8 @@ import type { Clock } from '../../src/core/clock.js'
 import { createTestApp, type TestApp } from './app.js'
 import { jwksOf, signSession, testKey, type TestKey } from './jwt.js'
 
-export const ADMIN_TOKEN = 'admin-token-0123456789'
-export const INTERNAL_TOKEN = 'internal-token-0123456789'
+export const ADMIN_TOKEN = 'admin-token-0123456789-0123456789-abcdef'
+export const INTERNAL_TOKEN = 'internal-token-0123456789-0123456789-abcdef'
 
 /** A settable clock for the app under test. */
 export function manualClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)) {

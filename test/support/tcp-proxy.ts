@@ -15,6 +15,8 @@ export class TcpProxy {
   port = 0
   /** Bytes forwarded, both directions. */
   bytes = 0
+  /** Chunks received, both directions, forwarded or held (a client's commands count while stalled). */
+  chunks = 0
 
   constructor(
     private readonly targetHost: string,
@@ -49,6 +51,7 @@ export class TcpProxy {
 
   private forward(from: net.Socket, to: net.Socket) {
     from.on('data', (chunk: Buffer) => {
+      this.chunks++
       const send = () => {
         if (to.destroyed) return
         this.bytes += chunk.length
@@ -60,12 +63,17 @@ export class TcpProxy {
     })
   }
 
-  /** Refuses new connections and kills the open ones. */
-  async cut(): Promise<void> {
+  /**
+   * Refuses new connections and kills the open ones: closed (FIN), or with `reset` aborted (RST, the
+   * client reads ECONNRESET), as a crashed server or a middlebox dropping the connection does.
+   */
+  async cut({ reset = false }: { reset?: boolean } = {}): Promise<void> {
     this.held = []
     const server = this.server
     this.server = undefined
-    for (const s of this.sockets) s.destroy()
+    for (const s of this.sockets)
+      if (reset) s.resetAndDestroy()
+      else s.destroy()
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
   }
 

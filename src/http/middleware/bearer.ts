@@ -1,7 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { AppError } from '../../core/errors.js'
+import type { RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
+import { clientIp } from './rate-limit.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest()
 
@@ -23,12 +25,22 @@ export function bearerMatches(header: string | undefined | null, expected: strin
 
 /**
  * Routes behind `Authorization: Bearer <token>`: absent (404) while the token is not configured,
- * 401 for any other bearer. `name`: the setting, e.g. ADMIN_TOKEN.
+ * 401 for any other bearer. `name`: the setting, e.g. ADMIN_TOKEN. With `guard`, wrong tokens are
+ * counted per client IP (RATE_LIMIT_BEARER_FAILURES_PER_MINUTE): past the limit that address gets
+ * 429 for the rest of the minute, the right token included, so guessing learns nothing more.
  */
-export function requireBearer(token: string | undefined, name: string, what: string): MiddlewareHandler<AppEnv> {
+export function requireBearer(
+  token: string | undefined,
+  name: string,
+  what: string,
+  guard?: { limits: RateLimits; trustProxyHops: number },
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
+    const ip = guard && clientIp(c, guard.trustProxyHops)
+    if (ip) guard.limits.refuseIfLimited('bearer', ip)
     if (!bearerMatches(c.req.header('authorization'), token)) {
+      if (ip) await guard.limits.consume('bearer', ip)
       throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
     }
     await next()

@@ -74,3 +74,44 @@ export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) =
     )
   }
 }
+
+/**
+ * A /graphql request refused before its operation was classified (over the body limit, over the
+ * client's rate limit) is answered under the header policy of what it selects, key management
+ * included (no-store, CORS_KEY_ORIGINS): a rate-limited body, within the limit, is read and
+ * classified; a body over the limit cannot be, and is answered as key management would be.
+ */
+export function classifyRefusedGraphql(
+  classOf: (query: string, operationName: string | undefined) => { keyManagement: boolean },
+  maxBytes: number,
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next()
+    // The refusals thrown before Yoga: the body limit (bad_request) and the rate limit.
+    const code = (c.error as { code?: unknown } | undefined)?.code
+    if ((code !== 'rate_limited' && code !== 'bad_request') || c.get('keyManagement') !== undefined) return
+    if (c.req.method !== 'POST') {
+      const query = c.req.query('query')
+      if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
+      return
+    }
+    // Only a rate-limited body of a known size within the limit is read (one sent over HTTP/1.1
+    // has a Content-Length or is chunked; an in-process Request has neither).
+    const length = c.req.header('content-length')
+    const readable =
+      code === 'rate_limited' &&
+      c.req.header('transfer-encoding') === undefined &&
+      (length === undefined || (/^\d+$/.test(length) && Number(length) <= maxBytes))
+    if (!readable) {
+      c.set('keyManagement', true)
+      return
+    }
+    try {
+      const params = JSON.parse(await c.req.text()) as { query?: unknown; operationName?: unknown }
+      if (typeof params?.query === 'string' && classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined).keyManagement)
+        c.set('keyManagement', true)
+    } catch {
+      // Not a GraphQL request body: nothing it selects.
+    }
+  }
+}

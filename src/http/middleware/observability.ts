@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
+import { CLIENT_CLOSED_REQUEST } from '../../core/deadlines.js'
 import { logger } from '../../core/log.js'
 import { httpDuration, httpRequests } from '../../core/metrics.js'
 import type { AppEnv, HandOn } from '../env.js'
@@ -15,6 +16,14 @@ export function recordRequest(requestId: string, method: string, route: string, 
   logger.info({ requestId, method, route, status, ms: Math.round(seconds * 10_000) / 10 }, 'request')
 }
 
+/** Whether the request (from @hono/node-server's bindings; absent in process) still has body bytes nobody read. */
+function bodyLeftUnread(env: unknown): boolean {
+  const incoming = (env as { incoming?: { readableEnded?: boolean; headers?: Record<string, string | string[] | undefined> } } | undefined)?.incoming
+  if (!incoming?.headers || incoming.readableEnded) return false
+  const length = incoming.headers['content-length']
+  return incoming.headers['transfer-encoding'] !== undefined || (typeof length === 'string' && length !== '0')
+}
+
 /**
  * The first middleware: gives the request its id and start time, takes over what the early answers
  * learnt of a request they handed on (src/http/early-answers.ts: its rate-limit verdicts, in Hono's
@@ -26,13 +35,28 @@ export const requestStart: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set('started', performance.now())
   const handOn = (c.env as { handOn?: HandOn } | undefined)?.handOn
   if (handOn) c.set('counted', { ...handOn.counted })
-  await next()
+  try {
+    await next()
+  } catch (e) {
+    // Yoga rejects with the client's abort reason (a string, which Hono's onError never sees) when
+    // the client goes away: nobody is there to answer.
+    if (!c.get('deadline')?.clientGone) throw e
+    c.res = new Response(null, { status: CLIENT_CLOSED_REQUEST })
+  }
   // On the finished response's headers: c.header() at this point would rebuild the response
   // around a stream (Hono), which costs more than the rest of a cached answer.
-  try {
-    c.res.headers.set('X-Request-Id', requestId)
-  } catch {
-    c.header('X-Request-Id', requestId) // a response with immutable headers
+  const headers: Record<string, string> = { 'X-Request-Id': requestId }
+  // A refusal that left the request body unread (a body over the limit, a wrong token, a rate
+  // limit): the rest of that body is still on its way and would be read as the next request on a
+  // keep-alive connection. The client is told to open a new one.
+  if (bodyLeftUnread(c.env)) headers.Connection = 'close'
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      c.res.headers.set(name, value)
+    } catch {
+      c.header(name, value) // a response with immutable headers
+    }
   }
-  recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', c.res.status, c.get('started'))
+  const status = c.get('deadline')?.clientGone ? CLIENT_CLOSED_REQUEST : c.res.status
+  recordRequest(requestId, c.req.method, c.req.routePath || 'unmatched', status, c.get('started'))
 }

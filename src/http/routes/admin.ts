@@ -2,6 +2,7 @@ import { Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { systemClock, type Clock } from '../../core/clock.js'
 import type { Config } from '../../config.js'
+import type { RateLimits } from '../../core/rate-limit.js'
 import { badRequest } from '../../core/errors.js'
 import { importDocument } from '../../importer/write.js'
 import type { WebhookService } from '../../webhooks/service.js'
@@ -13,9 +14,12 @@ import type { AppEnv } from '../env.js'
 export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
 
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
-export function adminRoutes(config: Pick<Config, 'adminToken'>, hooks: { onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService }) {
+export function adminRoutes(
+  config: Pick<Config, 'adminToken' | 'trustProxyHops'>,
+  hooks: { onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService; limits?: RateLimits },
+) {
   const app = new Hono<AppEnv>()
-  app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin'))
+  app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin', hooks.limits && { limits: hooks.limits, trustProxyHops: config.trustProxyHops }))
 
   app.post(
     '/import',

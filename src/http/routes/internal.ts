@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import type { Config } from '../../config.js'
 import { badRequest } from '../../core/errors.js'
+import type { RateLimits } from '../../core/rate-limit.js'
 import type { ApiKeyVerifier } from '../../keys/verifier.js'
 import type { AppEnv } from '../env.js'
 import { smallBodyLimit } from '../middleware/body-limit.js'
@@ -9,11 +10,12 @@ import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
- * absent (404) when INTERNAL_TOKEN is unset.
+ * absent (404) when INTERNAL_TOKEN is unset. `limits`: wrong tokens are counted per client IP (the
+ * per-key verification budget is the verifier's own `limiter`, src/app.ts).
  */
-export function internalRoutes(config: Pick<Config, 'internalToken'>, verifier: ApiKeyVerifier) {
+export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProxyHops'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
-  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal'))
+  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal', limits && { limits, trustProxyHops: config.trustProxyHops }))
 
   app.post(
     '/v1/apiKey/verify',
