@@ -266,16 +266,21 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
     handle: async (req, q) => {
       const { apiKey } = JSON.parse(req.body) as { apiKey: string }
       const [k] = await q(KEY_STATE, [createHash('sha256').update(apiKey).digest('hex')])
-      const active = !!k && k.revoked_at === null && k.expires_at.getTime() > Date.now() && k.allowlisted
+      const now = Date.now()
+      const active = !!k && k.revoked_at === null && k.expires_at.getTime() > now && k.allowlisted
+      // The gateway's answer also carries the key's verification budget; a fixed one of the same size here.
+      const rateLimit = { limit: 10_000_000, remaining: 9_999_999, resetMs: 59_999 }
       const data = k
         ? {
             active,
             wallet: k.wallet,
             keyId: k.id,
             expiresAtMs: k.expires_at.getTime(),
+            expiresInMs: Math.max(0, k.expires_at.getTime() - now),
             reason: active ? null : k.revoked_at ? 'revoked' : !k.allowlisted ? 'not_whitelisted' : 'expired',
+            rateLimit,
           }
-        : { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }
+        : { active: false, wallet: null, keyId: null, expiresAtMs: null, expiresInMs: null, reason: 'unknown', rateLimit }
       return { status: 200, body: { status: 'ok', data, server_time_ms: Date.now() } }
     },
   },

@@ -84,7 +84,12 @@ async function checkDbBaseline(db: Target, list: Scenario[], recorded: Recorded[
     if (s.noDbBaseline) continue
     const r = s.requests[0]!
     const res = await fetch(db.url + r.path, { method: r.method, body: r.body, headers: r.headers })
-    const withoutClock = (v: any) => (v && typeof v === 'object' && 'server_time_ms' in v ? { ...v, server_time_ms: 0 } : v)
+    // The server's clock, and what the verify answer measures on it (time left, the rate-limit window).
+    const withoutClock = (v: any) => {
+      if (!v || typeof v !== 'object' || !('server_time_ms' in v)) return v
+      const data = v.data && typeof v.data === 'object' && 'expiresInMs' in v.data ? { ...v.data, expiresInMs: 0, rateLimit: null } : v.data
+      return { ...v, server_time_ms: 0, ...(data === undefined ? {} : { data }) }
+    }
     const mine = withoutClock(await res.json().catch(() => undefined))
     const theirs = withoutClock(JSON.parse(byKey.get(requestKey(r.method, r.path, r.body ?? ''))!.body))
     if (!isDeepStrictEqual(mine, theirs))

@@ -27,10 +27,17 @@ echo "smoke: npx vaultgate --help lists the commands"
 
 # The order exchange imports the verifier as a library, with its type declarations.
 cat > check-library.mts <<'TS'
-import { connectApiKeyVerifier, createApiKeyVerifier, type VerifyResult } from 'vaultgate'
+import { connectApiKeyVerifier, createApiKeyVerifier, type InactiveReason, type RateLimitState, type VerifyOptions, type VerifyResult } from 'vaultgate'
 const result: VerifyResult | undefined = undefined
+// The verify options and answer fields of docs/spec/decisions.md §13, typed.
+const options: VerifyOptions = { clientIp: '203.0.113.7' }
+const refused: InactiveReason = 'ip_not_allowed'
+const fields = async (v: ReturnType<typeof createApiKeyVerifier>): Promise<[number | null, RateLimitState | null, InactiveReason | null]> => {
+  const r = await v.verify('vaultgate_x', options)
+  return [r.expiresInMs, r.rateLimit, r.reason]
+}
 if (typeof createApiKeyVerifier !== 'function' || typeof connectApiKeyVerifier !== 'function') throw new Error('verifier exports missing')
-console.log('library ok', result ?? '')
+console.log('library ok', result ?? '', refused, typeof fields)
 TS
 node "$root/node_modules/typescript/bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2023 --skipLibCheck check-library.mts
 node -e "import('vaultgate').then((m) => { if (typeof m.createApiKeyVerifier !== 'function') process.exit(1) })"

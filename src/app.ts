@@ -23,6 +23,8 @@ import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
+import { flushUsageThrough } from './keys/store.js'
+import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
@@ -44,6 +46,8 @@ export interface App {
   limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
   verifier: ApiKeyVerifier
+  /** Verification counts and last-use times of keys, written in batches (src/keys/usage.ts); and the 90-day retention job. */
+  keyUsage: UsageRecorder & { prune(): Promise<number> }
   /** Public vault reads kept in memory (see src/http/response-cache.ts). */
   responseCache: ResponseCache
   /** Resolves once background connections (the key-change and data-change LISTENs) are up or have failed once. */
@@ -88,6 +92,12 @@ export function createApp({
   useLogLevel(config.logLevel)
   // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
+  // Verifications leave usage counts and last-use times in memory, written every API_KEY_USAGE_FLUSH_MS.
+  const usage = createUsageRecorder({ write: flushUsageThrough(db.prisma), flushMs: config.apiKeyUsageFlushMs })
+  // Usage older than 90 days goes: an hour after start, then hourly (every instance; the DELETE is idempotent).
+  const prune = () => pruneUsage(clock())
+  const retention = setInterval(() => void prune().catch((err: unknown) => logger.warn({ err }, 'API key usage retention failed')), 3_600_000)
+  retention.unref()
   // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.
   const verifier = createApiKeyVerifier({
     prisma: db.prisma,
@@ -96,6 +106,9 @@ export function createApp({
     lookupTimeoutMs: config.pool.connectTimeoutMs,
     changes: db.changes,
     onCacheLookup: (hit) => cacheLookups.inc({ cache: 'api_key', result: hit ? 'hit' : 'miss' }),
+    // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
+    limiter: (rawKey) => limits.consume('verify', rawKey),
+    usage,
   })
   const yoga = createGatewayYoga({ config, clock, limits, examples })
 
@@ -202,6 +215,7 @@ export function createApp({
     yoga,
     limits,
     verifier,
+    keyUsage: { ...usage, prune },
     responseCache,
     webhooks,
     webhookWorker,
@@ -217,7 +231,10 @@ export function createApp({
       await webhookWorker?.stop()
       stopSqlObservation()
       limits.close()
+      clearInterval(retention)
       await Promise.all([verifier.close(), dataFeed.stop()])
+      // After the verifier: no verification can add to the batch once it is written.
+      await usage.close()
     },
   }
 }

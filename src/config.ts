@@ -175,6 +175,7 @@ const env = z.object({
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
+  API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
   // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
@@ -282,6 +283,8 @@ export interface Config {
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
+  /** How often verification counts and last-use times are written (src/keys/usage.ts); also the retention job's first run. */
+  apiKeyUsageFlushMs: number
   /** V8's old-generation growing factor, in percent above what survived the last full GC; 0 = V8's own heuristic. */
   heapGrowingPercent: number
   /** Optimise WebAssembly (TurboFan); off = baseline code only, tens of MB less memory (src/core/runtime-flags.ts). */
@@ -373,6 +376,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    apiKeyUsageFlushMs: e.API_KEY_USAGE_FLUSH_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
     // per request (docs/performance.md "Memory"): V8's own heuristic there.
     heapGrowingPercent: e.HEAP_GROWING_PERCENT >= 0 ? e.HEAP_GROWING_PERCENT : embedded ? 0 : 100,

@@ -59,6 +59,13 @@ export const cacheLookups = new Counter({
   registers: [registry],
 })
 
+export const keyUsageFlushes = new Counter({
+  name: 'vaultgate_api_key_usage_flushes_total',
+  help: 'Batched writes of API-key usage counts and last-use times, by result (written, failed: kept for the next one).',
+  labelNames: ['result'] as const,
+  registers: [registry],
+})
+
 export const keyVerifications = new Counter({
   name: 'vaultgate_api_key_verifications_total',
   help: 'API-key verifications by result (active, or the reason it is not).',

@@ -20,6 +20,31 @@ export const REDIS_COOLDOWN_MS = 10_000
 /** At most one "Redis is down" warning per this many milliseconds. */
 const WARN_EVERY_MS = 30_000
 
+/** Where a counter stands after a request was counted (the verify answer's `rateLimit`, the RateLimit header). */
+export interface RateLimitState {
+  /** Requests allowed per window. */
+  limit: number
+  /** Requests left in the current window. */
+  remaining: number
+  /** Milliseconds until the window resets. */
+  resetMs: number
+}
+
+/** The policy name of the per-client-IP limit in the RateLimit fields. */
+export const PUBLIC_POLICY = 'ip'
+
+/**
+ * The IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-11: Structured
+ * Field lists of a quoted policy name with `q`/`w`, and `r`/`t` in whole seconds) of the
+ * per-client-IP limit at `state`.
+ */
+export function rateLimitFields(state: RateLimitState): { 'RateLimit-Policy': string; RateLimit: string } {
+  return {
+    'RateLimit-Policy': `"${PUBLIC_POLICY}";q=${state.limit};w=${WINDOW_SECONDS}`,
+    RateLimit: `"${PUBLIC_POLICY}";r=${state.remaining};t=${Math.ceil(state.resetMs / 1000)}`,
+  }
+}
+
 /**
  * rate-limiter-flexible's insurance limiter: the library calls it instead of Redis when a Redis
  * call fails (an error, or no answer within REDIS_COMMAND_TIMEOUT_MS). It counts in process and
@@ -68,8 +93,11 @@ class Insurance extends RateLimiterCompatibleAbstract {
 }
 
 export interface RateLimits {
-  /** Counts one request for `key` in `bucket`; throws AppError('rate_limited') with Retry-After when over the limit. */
-  consume(bucket: Bucket, key: string): Promise<void>
+  /**
+   * Counts one request for `key` in `bucket`; throws AppError('rate_limited') with Retry-After when
+   * over the limit. Resolves with where the counter stands, or null when the bucket is off (limit 0).
+   */
+  consume(bucket: Bucket, key: string): Promise<RateLimitState | null>
   /**
    * Throws the same rate_limited error while `key` is known here to be over its limit in `bucket`
    * (a consume in this process found it so and its window has not passed); no store round trip.
@@ -163,7 +191,9 @@ export function createRateLimits(
           : bucket === 'verify'
             ? 'for this key'
             : 'with a wrong token from this address'
-    return new AppError('rate_limited', `Too many requests ${what}; retry in ${seconds} s.`, { headers: { 'Retry-After': String(seconds) } })
+    // The public answers carry the IETF fields on success (src/http/headers.ts); the 429 says 0 left.
+    const fields = bucket === 'public' ? rateLimitFields({ limit: points.public, remaining: 0, resetMs: msBeforeNext }) : {}
+    return new AppError('rate_limited', `Too many requests ${what}; retry in ${seconds} s.`, { headers: { 'Retry-After': String(seconds), ...fields } })
   }
   // Keys in the store are hashes: never a raw API key, wallet or IP in Redis.
   const idOf = (bucket: Bucket, key: string) => createHash('sha256').update(`${bucket}:${key}`).digest('base64url').slice(0, 32)
@@ -175,16 +205,17 @@ export function createRateLimits(
       return !redisUrl || redis?.status === 'ready'
     },
     async consume(bucket, key) {
-      if (points[bucket] <= 0) return
+      if (points[bucket] <= 0) return null
       const id = idOf(bucket, key)
       const limiter = Date.now() >= redisDownUntil ? shared[bucket] : undefined
       let fellBack = false
+      let res: RateLimiterRes
       try {
         if (limiter) {
-          await limiter.consume(id, 1, { onRedisFailure: () => (fellBack = true) })
+          res = await limiter.consume(id, 1, { onRedisFailure: () => (fellBack = true) })
         } else {
           fellBack = !!redisUrl
-          await memory[bucket].consume(id)
+          res = await memory[bucket].consume(id)
         }
       } catch (e) {
         if (!(e instanceof RateLimiterRes)) throw e
@@ -195,6 +226,7 @@ export function createRateLimits(
         if (limiter && fellBack) redisFailed()
       }
       rateLimitDecisions.inc({ bucket, result: fellBack ? 'fallback' : 'allowed' })
+      return { limit: points[bucket], remaining: Math.max(0, res.remainingPoints), resetMs: Math.max(0, Math.ceil(res.msBeforeNext)) }
     },
     refuseIfLimited(bucket, key) {
       if (points[bucket] <= 0) return

@@ -16,6 +16,7 @@ export const builder = new SchemaBuilder<{
     Decimal: { Input: string; Output: Decimal | { toFixed(): string } | string }
     DateTime: { Input: Date; Output: Date }
     UnixMs: { Input: number; Output: Date | number }
+    Milliseconds: { Input: number; Output: number }
   }
 }>({
   plugins: [PrismaPlugin, RelayPlugin],

@@ -54,7 +54,7 @@ const apiKeyExamples: ExampleOperation[] = [
     query: `# The caller's active API key (null when it has none).
 ${SESSION_HELP}
 query ApiKey {
-  apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs }
+  apiKey { id keyPrefix name allowedCidrs createdAtMs expiresAtMs expiresInMs lastUsedAtMs revokedAtMs }
 }
 `,
     headers: SESSION_HEADERS,
@@ -65,7 +65,9 @@ query ApiKey {
 # in a server-side secret store.
 ${SESSION_SHORT}
 mutation CreateApiKey {
-  createApiKey(keyPrefix: "my-desk") { id keyPrefix createdAtMs expiresAtMs apiKey }
+  createApiKey(keyPrefix: "my-desk", name: "Desk 1", allowedCidrs: ["203.0.113.0/24"]) {
+    id keyPrefix name allowedCidrs createdAtMs expiresAtMs apiKey
+  }
 }
 `,
     headers: SESSION_HEADERS,
@@ -75,6 +77,32 @@ mutation CreateApiKey {
 ${SESSION_SHORT}
 mutation RevokeApiKey {
   revokeApiKey { revoked }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# The caller's key history, newest first: created, revoked,
+# replaced, disabled (allowlist removal) and expired entries.
+${SESSION_SHORT}
+query ApiKeyEvents {
+  apiKeyEvents(first: 20) {
+    edges { node { type keyId keyPrefix atMs } }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+`,
+    headers: SESSION_HEADERS,
+  },
+  {
+    query: `# Verifications of the caller's keys per key and UTC day,
+# by outcome (kept 90 days).
+${SESSION_SHORT}
+query ApiKeyUsage {
+  apiKeyUsage(days: 7) {
+    since
+    items { day keyId keyPrefix name total counts { active revoked expired notWhitelisted ipNotAllowed } }
+  }
 }
 `,
     headers: SESSION_HEADERS,

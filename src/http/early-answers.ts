@@ -5,7 +5,7 @@ import type { HandOn } from './env.js'
 import type { ApiKeyVerifier } from '../keys/verifier.js'
 import { clientError } from './errors.js'
 import { notModified } from './etag.js'
-import { policyHeaders } from './headers.js'
+import { policyHeaders, rateLimitHeaders } from './headers.js'
 import { recordRequest, requestIdOf } from './middleware/observability.js'
 import { clientIpOf } from './middleware/rate-limit.js'
 import { graphqlCacheKey, pathAndQuery, type CachedResponse, type ResponseCache } from './response-cache.js'
@@ -74,17 +74,21 @@ export function earlyAnswers(
   async function servePublic(request: Request, env: unknown, entry: CachedResponse, route: string, started: number, forward: () => Request): Promise<Response> {
     const verdict = limits.consume('public', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
     verdict.catch(() => {})
+    let state: Awaited<typeof verdict>
     try {
-      await verdict
+      state = await verdict
     } catch {
       return handOn(forward(), env, { public: verdict })
     }
-    if (!entry.etag) return finish(request, route, started, 200, entry.body, { 'content-type': entry.contentType })
+    // This client's RateLimit fields, added to the shared entry's answer here (never stored in it).
+    if (!entry.etag) return finish(request, route, started, 200, entry.body, { 'content-type': entry.contentType, ...rateLimitHeaders(state, 200) })
     const current = notModified(request.headers.get('if-none-match'), entry.etag)
-    return finish(request, route, started, current ? 304 : 200, current ? null : entry.body, {
+    const status = current ? 304 : 200
+    return finish(request, route, started, status, current ? null : entry.body, {
       'content-type': entry.contentType,
       etag: entry.etag,
       'cache-control': entry.cacheControl!,
+      ...rateLimitHeaders(state, status),
     })
   }
 
@@ -100,8 +104,8 @@ export function earlyAnswers(
   async function verify(request: Request, started: number): Promise<Response> {
     const route = '/internal/v1/apiKey/verify'
     try {
-      const body = await verifyAnswer(await request.text(), verifier, (apiKey) => limits.consume('verify', apiKey))
-      return finish(request, route, started, 200, body, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+      const { body, headers } = await verifyAnswer(await request.text(), verifier)
+      return finish(request, route, started, 200, body, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers })
     } catch (e) {
       const { app, headers } = clientError(e, { requestId: requestIdOf(request.headers.get('x-request-id')), path: route })
       return finish(request, route, started, app.status, JSON.stringify(errorBody(app.code, app.message)), {

@@ -1,9 +1,9 @@
 import type { Deadline } from '../core/deadlines.js'
-import type { Bucket } from '../core/rate-limit.js'
+import type { Bucket, RateLimitState } from '../core/rate-limit.js'
 
 /** What the early answers (src/http/early-answers.ts) hand on to the routes with a request, in Hono's env. */
 export interface HandOn {
-  counted: Partial<Record<Bucket, Promise<void>>>
+  counted: Partial<Record<Bucket, Promise<RateLimitState | null>>>
 }
 
 /**
@@ -18,7 +18,7 @@ export type AppEnv = {
     /** Set on the API routes (src/http/middleware/limits.ts); GraphQL's context takes its signal. */
     deadline?: Deadline
     /** Rate-limit verdicts taken for this request, by bucket: a request is counted once however many layers ask. */
-    counted?: Partial<Record<Bucket, Promise<void>>>
+    counted?: Partial<Record<Bucket, Promise<RateLimitState | null>>>
     /** A /graphql operation selecting key management (src/graphql/public-operations.ts): its answer gets the key-management header policy. */
     keyManagement?: boolean
   }

@@ -1,10 +1,11 @@
 import type { MiddlewareHandler } from 'hono'
 import { cors } from 'hono/cors'
 import type { Config } from '../config.js'
+import { rateLimitFields, type RateLimitState } from '../core/rate-limit.js'
 import type { AppEnv } from './env.js'
 
-// The one response-header policy of the gateway: security headers, the content security policy
-// and CORS. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
+// The one response-header policy of the gateway: security headers, the content security policy,
+// CORS, and the client's RateLimit fields on successful public answers. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
 // them on every answer the routes give, and the early answers (src/http/early-answers.ts) build
 // their headers from the same function, so both paths answer the same by construction.
 
@@ -50,7 +51,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 const CORS = {
   allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
   allowHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'If-None-Match', 'X-GraphQL-CSRF'],
-  exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id'],
+  exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id', 'RateLimit-Policy', 'RateLimit'],
   maxAge: 600,
 }
 const EXPOSE = CORS.exposeHeaders.join(',')
@@ -105,6 +106,18 @@ export function policyHeaders(
 }
 
 /**
+ * The IETF RateLimit-Policy / RateLimit fields (lowercase names) of a successful answer counted
+ * against the client's per-IP budget (`state`: where its counter stood after this request; null
+ * when the limit is off). They are per client: added to each answer as it leaves, never stored
+ * with a cached one (src/http/response-cache.ts keeps bodies and ETags only).
+ */
+export function rateLimitHeaders(state: RateLimitState | null | undefined, status: number): Record<string, string> {
+  if (!state || status >= 400) return {}
+  const fields = rateLimitFields(state)
+  return { 'ratelimit-policy': fields['RateLimit-Policy'], ratelimit: fields.RateLimit }
+}
+
+/**
  * Puts policyHeaders on the finished answer, on its Headers object: setting them through the
  * context (or before the handler runs, as hono/cors does) makes Hono rebuild the handler's response
  * around a stream, which costs more than a cached read itself. What a route set itself wins, but
@@ -120,6 +133,8 @@ export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler
       if (name === 'vary') headers.append(name, value)
       else if (!headers.has(name) || name.startsWith('access-control-') || name === 'cache-control') headers.set(name, value)
     }
+    const counted = c.get('counted')?.public
+    if (counted) for (const [name, value] of Object.entries(rateLimitHeaders(await counted.catch(() => null), c.res.status))) headers.set(name, value)
   }
 }
 

@@ -2,6 +2,7 @@ import type { Config } from '../config.js'
 import { AppError, badRequest } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { keyVerifications } from '../core/metrics.js'
+import { parseClientIp } from '../keys/cidr.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
 import { bearerMatches } from './middleware/bearer.js'
 
@@ -16,25 +17,30 @@ export const VERIFY_BODY_LIMIT = 4096
 export const internalAuthorized = (config: Pick<Config, 'internalToken'>, authorization: string | null | undefined) =>
   !!config.internalToken && bearerMatches(authorization, config.internalToken)
 
+/** An active key this close to its expiry is answered with a `Key-Expires-Soon` header (README "API keys"). */
+export const EXPIRES_SOON_MS = 3 * 24 * 60 * 60 * 1000
+
 /**
- * The verify answer's JSON for the body `text`; throws the AppError the route answers with.
- * `count`: counts the key against RATE_LIMIT_VERIFY_PER_MINUTE (rejects over it).
+ * The verify answer for the body `text`: its JSON and its own headers (`key-expires-soon: <ms
+ * left>` for an active key in its last 3 days); throws the AppError the route answers with. The
+ * verifier counts the key against RATE_LIMIT_VERIFY_PER_MINUTE first (its `limiter`: one key
+ * hammered cannot starve the others) and refuses it over that.
  */
-export async function verifyAnswer(text: string, verifier: ApiKeyVerifier, count?: (apiKey: string) => Promise<void>): Promise<string> {
+export async function verifyAnswer(text: string, verifier: ApiKeyVerifier): Promise<{ body: string; headers: Record<string, string> }> {
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
-    throw badRequest('The request body must be JSON: {"apiKey":"…"}.')
+    throw badRequest('The request body must be JSON: {"apiKey":"…", "clientIp":"…"}.')
   }
   const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
   if (typeof apiKey !== 'string') throw badRequest('apiKey must be a string.')
-  // Per key (RATE_LIMIT_VERIFY_PER_MINUTE): one key hammered cannot starve the others.
-  if (count) await count(apiKey)
+  const clientIp = parseClientIp((body as { clientIp?: unknown }).clientIp)
   try {
-    const data = await verifier.verify(apiKey)
+    const data = await verifier.verify(apiKey, { clientIp })
     keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
-    return JSON.stringify({ status: 'ok', data, server_time_ms: Date.now() })
+    const headers: Record<string, string> = data.active && data.expiresInMs! <= EXPIRES_SOON_MS ? { 'key-expires-soon': String(data.expiresInMs) } : {}
+    return { body: JSON.stringify({ status: 'ok', data, server_time_ms: Date.now() }), headers }
   } catch (e) {
     if (!(e instanceof VerifierUnavailableError)) throw e
     keyVerifications.inc({ result: 'unavailable' })

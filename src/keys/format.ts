@@ -38,6 +38,20 @@ export function parseKeyPrefix(value: unknown): string {
   return value
 }
 
+/** A key's label: 1 to 64 characters, no control, format, unassigned or separator-line characters, no surrounding spaces. */
+export const KEY_NAME_MAX = 64
+const NAME_FORBIDDEN = /[\p{C}\p{Zl}\p{Zp}]/u
+
+/** The `name` argument of a key creation, validated (never trimmed or cut silently); null when absent. */
+export function parseKeyName(value: unknown): string | null {
+  if (value === undefined || value === null) return null
+  const length = typeof value === 'string' ? [...value].length : 0
+  if (typeof value !== 'string' || length < 1 || length > KEY_NAME_MAX || NAME_FORBIDDEN.test(value) || value.trim() !== value) {
+    throw badRequest(`name must be 1 to ${KEY_NAME_MAX} printable characters, without leading or trailing spaces.`)
+  }
+  return value
+}
+
 export function generateRawKey(prefix: string): string {
   return `${prefix}_${base58(randomBytes(SECRET_BYTES), SECRET_LENGTH)}`
 }

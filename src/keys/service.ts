@@ -47,11 +47,24 @@ export async function revokeCurrentKey(
   return { id: current.id, reason: effective }
 }
 
+/** What a key is created with (already validated: src/keys/format.ts, src/keys/cidr.ts). */
+export interface NewKeySettings {
+  keyPrefix: string
+  name?: string | null
+  /** Canonical networks; empty: any client IP. */
+  allowedCidrs?: string[]
+}
+
 /**
  * Issues a new key for an allowlisted wallet; the previous key is revoked (`replaced`, or `expired`)
  * in the same transaction. The raw key is returned here and nowhere else.
  */
-export async function createApiKey(wallet: string, keyPrefix: string, clock: Clock, actor: Actor = wallet): Promise<{ record: ApiKeyRecord; apiKey: string }> {
+export async function createApiKey(
+  wallet: string,
+  { keyPrefix, name = null, allowedCidrs = [] }: NewKeySettings,
+  clock: Clock,
+  actor: Actor = wallet,
+): Promise<{ record: ApiKeyRecord; apiKey: string }> {
   const apiKey = generateRawKey(keyPrefix)
   const digest = digestOf(apiKey)
   const { record, revoked } = await inWalletTransaction(wallet, async (tx) => {
@@ -59,7 +72,16 @@ export async function createApiKey(wallet: string, keyPrefix: string, clock: Clo
     if (!(await isAllowlisted(wallet, tx))) throw notWhitelisted()
     const now = clock()
     const revoked = await revokeCurrentKey(tx, wallet, now, 'replaced', actor)
-    const record = await insertKey(tx, { id: randomUUID(), wallet, keyPrefix, digest, createdAt: now, expiresAt: new Date(now.getTime() + KEY_LIFETIME_MS) })
+    const record = await insertKey(tx, {
+      id: randomUUID(),
+      wallet,
+      keyPrefix,
+      digest,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + KEY_LIFETIME_MS),
+      name,
+      allowedCidrs,
+    })
     await recordKeyEvent(tx, { at: now, wallet, keyId: record.id, action: 'created', actor })
     return { record, revoked }
   })

@@ -1,5 +1,5 @@
 import { prisma } from '../db/client.js'
-import type { KeyEventAction, KeyRevokeReason, Prisma, PrismaClient } from '../generated/prisma/client.js'
+import { Prisma, type KeyEventAction, type KeyRevokeReason, type PrismaClient } from '../generated/prisma/client.js'
 import { KEY_CHANNEL, PROCESS_ORIGIN } from './changes.js'
 
 // Every statement about API keys, their audit trail and the allowlist: the key service
@@ -15,9 +15,12 @@ export interface ApiKeyRecord {
   createdAt: Date
   expiresAt: Date
   revokedAt: Date | null
+  name: string | null
+  allowedCidrs: string[]
+  lastUsedAt: Date | null
 }
 
-const recordFields = { id: true, keyPrefix: true, createdAt: true, expiresAt: true, revokedAt: true } as const
+const recordFields = { id: true, keyPrefix: true, createdAt: true, expiresAt: true, revokedAt: true, name: true, allowedCidrs: true, lastUsedAt: true } as const
 
 // ---------------------------------------------------------------------------------------------
 // Keys
@@ -31,7 +34,7 @@ export async function markRevoked(tx: Tx, id: string, at: Date, reason: KeyRevok
 
 export const insertKey = (
   tx: Tx,
-  key: { id: string; wallet: string; keyPrefix: string; digest: string; createdAt: Date; expiresAt: Date },
+  key: { id: string; wallet: string; keyPrefix: string; digest: string; createdAt: Date; expiresAt: Date; name: string | null; allowedCidrs: string[] },
 ): Promise<ApiKeyRecord> => tx.apiKey.create({ data: key, select: recordFields })
 
 /** The wallet's active key (unrevoked and unexpired at `now`), or null. */
@@ -62,18 +65,133 @@ export interface KeyStateRow {
   revoked_at: Date | null
   revoke_reason: string | null
   allowlisted: boolean
+  /** Canonical networks (src/keys/cidr.ts); empty: any client IP. */
+  allowed_cidrs: string[]
 }
 
 /** The state of the key with a digest ($1): zero or one row. */
 export const KEY_STATE_SQL = `
   SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, k.revoke_reason::text AS revoke_reason,
-         (a.address IS NOT NULL) AS allowlisted
+         (a.address IS NOT NULL) AS allowlisted, COALESCE(k.allowed_cidrs, '{}') AS allowed_cidrs
   FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet
   WHERE k.digest = $1`
 
 /** Reads one key's state through a Prisma client (the SQL is a constant; the digest travels as a bind parameter). */
 export const keyStateThrough = (client: Pick<PrismaClient, '$queryRawUnsafe'>) => (digest: string) =>
   client.$queryRawUnsafe<KeyStateRow[]>(KEY_STATE_SQL, digest)
+
+// ---------------------------------------------------------------------------------------------
+// Usage and last use (written in batches by src/keys/usage.ts)
+
+/**
+ * One flush of the usage batch, one statement: `last_used_at` of keys used since the last flush
+ * (arrays $1 key ids, $2 Unix ms), and verification counts added to their (key, UTC day, outcome)
+ * rows ($3 key ids, $4 days since 1970-01-01, $5 outcomes, $6 counts). A key's `last_used_at`
+ * only moves forward, and by at least a minute, whichever instance writes it, so the row changes
+ * at most once a minute per key across every instance. Counts of a key deleted meanwhile are
+ * dropped (the join). Every array travels as text and is cast here.
+ */
+export const FLUSH_USAGE_SQL = `
+  WITH used AS (
+    UPDATE api_keys k SET last_used_at = u.at
+    FROM (SELECT id, timestamptz 'epoch' + ms * interval '1 millisecond' AS at
+          FROM unnest($1::text[]::uuid[], $2::text[]::bigint[]) AS t(id, ms)) u
+    WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at <= u.at - interval '1 minute')
+    RETURNING k.id
+  ), counted AS (
+    INSERT INTO api_key_usage (key_id, day, outcome, count)
+    SELECT c.id, DATE '1970-01-01' + c.day, c.outcome::"KeyVerifyOutcome", c.n
+    FROM unnest($3::text[]::uuid[], $4::text[]::int[], $5::text[], $6::text[]::bigint[]) AS c(id, day, outcome, n)
+    JOIN api_keys k ON k.id = c.id
+    ON CONFLICT (key_id, day, outcome) DO UPDATE SET count = api_key_usage.count + EXCLUDED.count
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM used)::int AS last_used, (SELECT count(*) FROM counted)::int AS counted`
+
+/** The parameters of FLUSH_USAGE_SQL, in order. */
+export type FlushUsageParams = [string[], string[], string[], string[], string[], string[]]
+
+/** Runs FLUSH_USAGE_SQL through a Prisma client; the rows it wrote. */
+export const flushUsageThrough =
+  (client: Pick<PrismaClient, '$queryRawUnsafe'>) =>
+  async (params: FlushUsageParams): Promise<{ lastUsed: number; counted: number }> => {
+    const [row] = await client.$queryRawUnsafe<{ last_used: number; counted: number }[]>(FLUSH_USAGE_SQL, ...params)
+    return { lastUsed: Number(row?.last_used ?? 0), counted: Number(row?.counted ?? 0) }
+  }
+
+/** Retention: usage rows of days before `firstKept` (a UTC date, `YYYY-MM-DD`); how many went. */
+export async function deleteUsageBefore(firstKept: string): Promise<number> {
+  return prisma.$executeRaw`DELETE FROM api_key_usage WHERE day < ${firstKept}::date`
+}
+
+export interface UsageRow {
+  key_id: string
+  key_prefix: string
+  name: string | null
+  /** `YYYY-MM-DD` (UTC). */
+  day: string
+  outcome: string
+  /** A bigint as text. */
+  count: string
+}
+
+/** The wallet's usage rows from `since` (`YYYY-MM-DD`) on, newest day first, then newest key first. */
+export const usageRows = (wallet: string, since: string): Promise<UsageRow[]> => prisma.$queryRaw<UsageRow[]>`
+  SELECT u.key_id::text AS key_id, k.key_prefix, k.name, to_char(u.day, 'YYYY-MM-DD') AS day, u.outcome::text AS outcome, u.count::text AS count
+  FROM api_key_usage u JOIN api_keys k ON k.id = u.key_id
+  WHERE k.wallet = ${wallet} AND u.day >= ${since}::date
+  ORDER BY u.day DESC, k.created_at DESC, u.key_id, u.outcome`
+
+// ---------------------------------------------------------------------------------------------
+// Key history (the owner's view of the audit trail)
+
+/** One entry of a wallet's key history (docs/spec/decisions.md §13). */
+export interface KeyHistoryRow {
+  type: 'created' | 'revoked' | 'expired' | 'disabled' | 'replaced'
+  key_id: string
+  key_prefix: string
+  at: Date
+  /** key_events.id as text; "0" for an expiry (no row is written when a key expires). */
+  seq: string
+}
+
+/** Where a history page continues: the last entry of the previous page. */
+export interface KeyHistoryPosition {
+  at: Date
+  seq: string
+  keyId: string
+}
+
+/**
+ * A page of the wallet's key history, newest first (time, then event id, then key id, all
+ * descending). Audit rows map to types by action and reason; an expiry writes no row, so one
+ * `expired` entry per key that was still unrevoked when it expired is made from its `expires_at`
+ * (once that is at or before `now`), and the `revoked`/`expired` row a later create or revoke
+ * wrote for such a key is left out in its favour: the entry is dated when the key stopped working.
+ */
+export function keyHistoryPage(wallet: string, now: Date, after: KeyHistoryPosition | null, limit: number): Promise<KeyHistoryRow[]> {
+  const continueAfter =
+    after === null
+      ? Prisma.empty
+      : Prisma.sql`WHERE (ev.at, ev.seq, ev.key_id) < (${after.at.toISOString()}::timestamptz, ${after.seq}::bigint, ${after.keyId}::uuid)`
+  return prisma.$queryRaw<KeyHistoryRow[]>`
+    SELECT ev.type, ev.key_id::text AS key_id, ev.key_prefix, ev.at, ev.seq::text AS seq FROM (
+      SELECT CASE WHEN e.action = 'created' THEN 'created'
+                  WHEN e.reason = 'replaced' THEN 'replaced'
+                  WHEN e.reason = 'allowlist_removed' THEN 'disabled'
+                  ELSE 'revoked' END AS type,
+             e.key_id, k.key_prefix, e.at, e.id AS seq
+      FROM key_events e JOIN api_keys k ON k.id = e.key_id
+      WHERE e.wallet = ${wallet} AND NOT (e.action = 'revoked' AND e.reason IS NOT DISTINCT FROM 'expired')
+      UNION ALL
+      SELECT 'expired', k.id, k.key_prefix, k.expires_at, 0::bigint
+      FROM api_keys k
+      WHERE k.wallet = ${wallet} AND k.expires_at <= ${now.toISOString()}::timestamptz AND (k.revoked_at IS NULL OR k.revoke_reason = 'expired')
+    ) ev
+    ${continueAfter}
+    ORDER BY ev.at DESC, ev.seq DESC, ev.key_id DESC
+    LIMIT ${limit}`
+}
 
 // ---------------------------------------------------------------------------------------------
 // Allowlist

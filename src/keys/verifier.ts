@@ -2,22 +2,35 @@ import pg from 'pg'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { KEY_CHANNEL, onWalletKeysChanged, parseKeyNotification, PROCESS_ORIGIN } from './changes.js'
+import type { RateLimitState } from '../core/rate-limit.js'
+import { cidrMatcher, type CidrMatcher } from './cidr.js'
 import { digestOf, looksLikeRawKey } from './format.js'
 import { createChangeFeed, type ChangeFeed } from '../db/listen.js'
-import { KEY_STATE_SQL, keyStateThrough, type KeyStateRow } from './store.js'
+import { FLUSH_USAGE_SQL, KEY_STATE_SQL, keyStateThrough, type KeyStateRow } from './store.js'
+import { createUsageRecorder, type UsageRecorder, type VerifyOutcome } from './usage.js'
 
-export type { KeyStateRow }
+export type { KeyStateRow, RateLimitState, UsageRecorder }
 
-export type InactiveReason = 'unknown' | 'revoked' | 'expired' | 'not_whitelisted'
+export type InactiveReason = 'unknown' | 'revoked' | 'expired' | 'not_whitelisted' | 'ip_not_allowed'
 
-/** docs/spec/decisions.md §7: what the order exchange learns about a presented key. */
+/** docs/spec/decisions.md §7 and §13: what the order exchange learns about a presented key. */
 export interface VerifyResult {
   active: boolean
   wallet: string | null
   keyId: string | null
   expiresAtMs: number | null
+  /** Milliseconds until the key expires (0 once it has), at the time of the verification; null for an unknown key. */
+  expiresInMs: number | null
   /** Null when active. */
   reason: InactiveReason | null
+  /** The key's verification budget after this verification (the `limiter` option); null without one, or when it is off. */
+  rateLimit: RateLimitState | null
+}
+
+/** What the caller knows of the request a key came with. */
+export interface VerifyOptions {
+  /** The client's IP address as the order exchange saw it: a key with allowedCidrs is refused (`ip_not_allowed`) outside them, or without one. */
+  clientIp?: string
 }
 
 /** The key state could not be read (database unreachable): callers must refuse the key, not call it unknown. */
@@ -32,6 +45,8 @@ interface KeyState {
   revokedAtMs: number | null
   revokeReason: string | null
   allowlisted: boolean
+  /** Null: any client IP. */
+  cidrs: CidrMatcher | null
 }
 
 interface Entry {
@@ -65,10 +80,17 @@ export interface ApiKeyVerifierOptions {
   lookupTimeoutMs?: number
   /** Told whether each lookup was served from memory (the gateway counts them in its metrics). */
   onCacheLookup?: (hit: boolean) => void
+  /**
+   * Counts each verification against the presented key's budget before it is judged (the gateway:
+   * RATE_LIMIT_VERIFY_PER_MINUTE); throws to refuse it. Its state is the answer's `rateLimit`.
+   */
+  limiter?: (rawKey: string) => Promise<RateLimitState | null>
+  /** Where verifications of known keys are counted and `lastUsedAt` is batched (src/keys/usage.ts). */
+  usage?: UsageRecorder
 }
 
 export interface ApiKeyVerifier {
-  verify(rawKey: string): Promise<VerifyResult>
+  verify(rawKey: string, options?: VerifyOptions): Promise<VerifyResult>
   /** Drops cached state of one wallet's keys. */
   invalidateWallet(wallet: string): void
   /** Drops all cached state. */
@@ -80,27 +102,29 @@ export interface ApiKeyVerifier {
 
 export const MAX_CACHE_TTL_MS = 30_000
 
-const inactive = (reason: InactiveReason, s: KeyState | null): VerifyResult => ({
-  active: false,
+const answer = (s: KeyState | null, now: number, reason: InactiveReason | null, rateLimit: RateLimitState | null): VerifyResult => ({
+  active: reason === null,
   wallet: s?.wallet ?? null,
   keyId: s?.id ?? null,
   expiresAtMs: s?.expiresAtMs ?? null,
+  expiresInMs: s ? Math.max(0, s.expiresAtMs - now) : null,
   reason,
+  rateLimit,
 })
 
 /**
- * The answer for a key state at `now`. Precedence: revoked (reported by why: a key revoked because
- * it had expired is `expired`, one revoked by an allowlist removal is `not_whitelisted`), then
- * expired, then a wallet no longer on the allowlist.
+ * Why a key state is not active at `now` for `clientIp`, or null when it is. Precedence: revoked
+ * (reported by why: a key revoked because it had expired is `expired`, one revoked by an allowlist
+ * removal is `not_whitelisted`), then expired, then a wallet no longer on the allowlist, then a
+ * client outside the key's networks (or none given to a key that has some).
  */
-export function judge(s: KeyState | null, now: number): VerifyResult {
-  if (!s) return inactive('unknown', null)
-  if (s.revokedAtMs !== null) {
-    return inactive(s.revokeReason === 'expired' ? 'expired' : s.revokeReason === 'allowlist_removed' ? 'not_whitelisted' : 'revoked', s)
-  }
-  if (now >= s.expiresAtMs) return inactive('expired', s)
-  if (!s.allowlisted) return inactive('not_whitelisted', s)
-  return { active: true, wallet: s.wallet, keyId: s.id, expiresAtMs: s.expiresAtMs, reason: null }
+export function judge(s: KeyState | null, now: number, clientIp?: string): InactiveReason | null {
+  if (!s) return 'unknown'
+  if (s.revokedAtMs !== null) return s.revokeReason === 'expired' ? 'expired' : s.revokeReason === 'allowlist_removed' ? 'not_whitelisted' : 'revoked'
+  if (now >= s.expiresAtMs) return 'expired'
+  if (!s.allowlisted) return 'not_whitelisted'
+  if (s.cidrs !== null && (clientIp === undefined || !s.cidrs(clientIp))) return 'ip_not_allowed'
+  return null
 }
 
 type Row = KeyStateRow
@@ -171,6 +195,7 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
           revokedAtMs: r.revoked_at?.getTime() ?? null,
           revokeReason: r.revoke_reason,
           allowlisted: r.allowlisted,
+          cidrs: r.allowed_cidrs?.length ? cidrMatcher(r.allowed_cidrs) : null,
         }
       : null
     const entry = { state, loadedAt }
@@ -213,11 +238,17 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
     if (live) clear()
   })
 
+  const { limiter, usage } = options
   return {
-    async verify(rawKey) {
-      if (!looksLikeRawKey(rawKey)) return inactive('unknown', null)
-      const entry = await entryFor(digestOf(rawKey))
-      return judge(entry.state, nowMs())
+    async verify(rawKey, verifyOptions) {
+      const rateLimit = limiter ? await limiter(rawKey) : null
+      if (!looksLikeRawKey(rawKey)) return answer(null, 0, 'unknown', rateLimit)
+      const { state } = await entryFor(digestOf(rawKey))
+      const now = nowMs()
+      const reason = judge(state, now, verifyOptions?.clientIp)
+      // Batched in memory (src/keys/usage.ts): no SQL on this path.
+      if (state && usage) usage.record(state.id, (reason ?? 'active') as VerifyOutcome, now)
+      return answer(state, now, reason, rateLimit)
     },
     invalidateWallet,
     clear,
@@ -232,12 +263,21 @@ export function createApiKeyVerifier(options: ApiKeyVerifierOptions): ApiKeyVeri
   }
 }
 
+/** How often connectApiKeyVerifier writes usage counts and last-use times (the gateway's API_KEY_USAGE_FLUSH_MS default). */
+export const DEFAULT_USAGE_FLUSH_MS = 10_000
+
 /**
  * For a service outside the gateway, such as the order exchange: a verifier with its own small
- * pool and LISTEN connection to the gateway's PostgreSQL database (read-only use: one SELECT).
+ * pool and LISTEN connection to the gateway's PostgreSQL database. It reads key state with one
+ * SELECT and, like the gateway's verifier, records each verification of a known key (usage
+ * counts and `lastUsedAt`, written in batches every `usageFlushMs`, and on close); with
+ * `recordUsage: false` it only reads.
  */
 export function connectApiKeyVerifier(
-  options: { databaseUrl: string; poolMax?: number } & Omit<ApiKeyVerifierOptions, 'prisma' | 'lookup' | 'listen'>,
+  options: { databaseUrl: string; poolMax?: number; recordUsage?: boolean; usageFlushMs?: number } & Omit<
+    ApiKeyVerifierOptions,
+    'prisma' | 'lookup' | 'listen' | 'usage'
+  >,
 ): ApiKeyVerifier {
   const connection = { connectionString: options.databaseUrl, connectionTimeoutMillis: 5000, statement_timeout: 5000 }
   // As the gateway's pool (src/db/client.ts createPool): keep-alive and a client-side query timeout for partitions.
@@ -250,9 +290,20 @@ export function connectApiKeyVerifier(
     application_name: 'vaultgate-verifier',
   })
   pool.on('error', () => {})
+  const usage =
+    options.recordUsage === false
+      ? undefined
+      : createUsageRecorder({
+          flushMs: options.usageFlushMs ?? DEFAULT_USAGE_FLUSH_MS,
+          write: async (params) => {
+            const row = (await pool.query<{ last_used: number; counted: number }>(FLUSH_USAGE_SQL, params)).rows[0]
+            return { lastUsed: Number(row?.last_used ?? 0), counted: Number(row?.counted ?? 0) }
+          },
+        })
   const verifier = createApiKeyVerifier({
     lookupTimeoutMs: 5000,
     ...options,
+    usage,
     lookup: async (digest) => (await pool.query<KeyStateRow>(KEY_STATE_SQL, [digest])).rows,
     listen: connection,
   })
@@ -261,6 +312,7 @@ export function connectApiKeyVerifier(
     ready: verifier.ready,
     async close() {
       await verifier.close()
+      await usage?.close()
       await pool.end()
     },
   }

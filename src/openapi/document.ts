@@ -51,12 +51,25 @@ const CACHE_HEADERS = {
 }
 const NO_STORE = { 'Cache-Control': { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } } }
 
+/** On every successful answer of /v1 and /graphql (the per-client-IP limit; absent when RATE_LIMIT_PUBLIC_PER_MINUTE is 0). */
+export const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    description: 'The per-client-IP limit (draft-ietf-httpapi-ratelimit-headers): `"ip";q=<requests>;w=60`, RATE_LIMIT_PUBLIC_PER_MINUTE requests a minute.',
+    schema: { type: 'string', pattern: '^"ip";q=[0-9]+;w=60$' },
+  },
+  RateLimit: {
+    description:
+      'Where this client stands: `"ip";r=<requests left>;t=<seconds until the window resets>`. Ignore it on an answer from a shared cache (Age > 0).',
+    schema: { type: 'string', pattern: '^"ip";r=[0-9]+;t=[0-9]+$' },
+  },
+}
+
 /** A shim route as an operation: `/v1` + its path, its documented errors, caching and parameters. */
 export function restOperation(route: RestRoute, prefix = '/v1'): OperationDoc {
   const responses: Record<number, ResponseDoc> = {
-    200: { description: 'OK', schema: route.response, headers: route.cache ? CACHE_HEADERS : NO_STORE },
+    200: { description: 'OK', schema: route.response, headers: { ...(route.cache ? CACHE_HEADERS : NO_STORE), ...RATE_LIMIT_HEADERS } },
   }
-  if (route.cache) responses[304] = { description: 'Not modified: the If-None-Match header names the current ETag. No body.' }
+  if (route.cache) responses[304] = { description: 'Not modified: the If-None-Match header names the current ETag. No body.', headers: RATE_LIMIT_HEADERS }
   const headers: Params = { ...route.headers }
   if (route.cache) {
     headers['If-None-Match'] = { description: 'ETags of answers you hold; a match answers 304.', schema: { type: 'string' }, parse: (t) => t }

@@ -9,7 +9,7 @@ import { Amount, component, envelope, Percent, ServerTime, Timestamp } from '../
 import { VaultSchema } from '../rest/routes/vaults.js'
 import { eventDataSchemas, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { DeliveryPageSchema, WebhookCreatedSchema, WebhookDeliverySchema, WebhookEndpointSchema } from '../webhooks/views.js'
-import { buildOpenApiDocument, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
+import { buildOpenApiDocument, RATE_LIMIT_HEADERS, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
 // handlers, so their descriptions live here; test/openapi/openapi.test.ts checks that every route the app
@@ -205,7 +205,12 @@ export const httpOperations: OperationDoc[] = [
     errors: [],
     body: { schema: GraphQLRequest, required: true },
     responses: {
-      200: { description: 'The result; resolver errors are in `errors` with `extensions.code`.', schema: GraphQLResult, contentTypes: GRAPHQL_TYPES },
+      200: {
+        description: 'The result; resolver errors are in `errors` with `extensions.code`.',
+        schema: GraphQLResult,
+        contentTypes: GRAPHQL_TYPES,
+        headers: RATE_LIMIT_HEADERS,
+      },
       400: {
         description: 'A document that does not parse or validate (`bad_request`); with `Accept: application/json` this is a 200.',
         schema: GraphQLResult,
@@ -385,10 +390,22 @@ export const httpOperations: OperationDoc[] = [
     operationId: 'verifyApiKey',
     summary: 'Verify an API key (order exchange)',
     description:
-      'Whether a presented key is active, and for which wallet. State is at most 30 s old (revocations on this or another instance apply at once). When key state cannot be read the answer is 503: refuse the key.',
+      'Whether a presented key is active, and for which wallet. State is at most 30 s old (revocations on this or another instance apply at once). A key with `allowedCidrs` is refused (`ip_not_allowed`) when `clientIp` is outside them or missing. Each key may be verified RATE_LIMIT_VERIFY_PER_MINUTE times a minute (429 past that). When key state cannot be read the answer is 503: refuse the key.',
     tags: ['Internal'],
     security: ['internalToken'],
-    body: { schema: component('VerifyApiKeyRequest', z.object({ apiKey: z.string().min(1) })), required: true },
+    body: {
+      schema: component(
+        'VerifyApiKeyRequest',
+        z.object({
+          apiKey: z.string().min(1),
+          clientIp: z
+            .string()
+            .optional()
+            .meta({ description: 'The IPv4 or IPv6 address the key was presented from (IPv4-mapped IPv6 is matched as IPv4); a malformed one is a 400.' }),
+        }),
+      ),
+      required: true,
+    },
     // rate_limited: RATE_LIMIT_VERIFY_PER_MINUTE per key, or too many wrong tokens from the address.
     errors: ['bad_request', 'unauthorized', 'rate_limited', { code: 'not_found', status: 404 }],
     responses: {
@@ -402,10 +419,26 @@ export const httpOperations: OperationDoc[] = [
               wallet: z.string().nullable(),
               keyId: z.string().nullable(),
               expiresAtMs: z.int().nullable(),
-              reason: z.enum(['unknown', 'revoked', 'expired', 'not_whitelisted']).nullable().meta({ description: 'Null when active.' }),
+              expiresInMs: z.int().min(0).nullable().meta({ description: 'Milliseconds until the key expires (0 once it has); null for an unknown key.' }),
+              reason: z.enum(['unknown', 'revoked', 'expired', 'not_whitelisted', 'ip_not_allowed']).nullable().meta({ description: 'Null when active.' }),
+              rateLimit: z
+                .object({
+                  limit: z.int().min(1).meta({ description: 'Verifications of this key allowed per minute.' }),
+                  remaining: z.int().min(0).meta({ description: 'Left in the current minute, this one counted.' }),
+                  resetMs: z.int().min(0).meta({ description: 'Milliseconds until the window resets.' }),
+                })
+                .nullable()
+                .meta({ description: "The key's verification budget after this call; null when RATE_LIMIT_VERIFY_PER_MINUTE is 0." }),
             }),
           ),
         ),
+        headers: {
+          'Key-Expires-Soon': {
+            description: 'On an active key in its last 3 days: the milliseconds it has left (`expiresInMs`). Absent otherwise.',
+            schema: { type: 'string', pattern: '^[0-9]+$' },
+          },
+          'Cache-Control': { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } },
+        },
       },
     },
   },

@@ -73,7 +73,7 @@ describe(`GraphiQL examples (${testBackend})`, () => {
       expect(example.query).toContain('"Authorization": "Bearer <WALLET_SESSION_JWT>"')
       expect(example.query).toContain('"X-Service-Wallet": "0x…"')
     }
-    expect(exampleOperations(ids).filter((e) => e.headers).length).toBe(3)
+    expect(exampleOperations(ids).filter((e) => e.headers).length).toBe(5)
   })
 
   it('give the wallet example real answers with the demo ids', async () => {

@@ -39,10 +39,25 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
         createdAtMs: time.now(),
         expiresAtMs: time.now() + KEY_LIFETIME_MS,
         revokedAtMs: null,
+        name: null,
+        allowedCidrs: [],
+        lastUsedAtMs: null,
+        expiresInMs: KEY_LIFETIME_MS,
         apiKey: expect.any(String),
       }),
     )
-    expect(Object.keys(data)).toEqual(['id', 'keyPrefix', 'createdAtMs', 'expiresAtMs', 'revokedAtMs', 'apiKey'])
+    expect(Object.keys(data)).toEqual([
+      'id',
+      'keyPrefix',
+      'createdAtMs',
+      'expiresAtMs',
+      'revokedAtMs',
+      'name',
+      'allowedCidrs',
+      'lastUsedAtMs',
+      'expiresInMs',
+      'apiKey',
+    ])
     expect(data.apiKey).toMatch(/^vaultgate_[1-9A-HJ-NP-Za-km-z]{44}$/)
     expect(KEY_LIFETIME_MS).toBe(30 * 86_400_000)
 
@@ -89,14 +104,14 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
     }
   })
 
-  it('rejects bodies that are not a JSON object with only keyPrefix', async () => {
+  it('rejects bodies that are not a JSON object with only keyPrefix, name and allowedCidrs', async () => {
     const headers = { ...(await t.session([W1])), 'content-type': 'application/json' }
     const post = async (body: string) => {
       const res = await t.request('/v1/apiKey', { method: 'POST', headers, body })
       return { status: res.status, body: await res.json() }
     }
     const bad = (message: string) => ({ status: 400, body: { status: 'error', error: { code: 'bad_request', message }, server_time_ms: expect.any(Number) } })
-    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field "key_prefix"; the body may only hold "keyPrefix".'))
+    expect(await post('{"key_prefix":"x"}')).toEqual(bad('Unknown field "key_prefix"; the body may only hold "keyPrefix", "name" and "allowedCidrs".'))
     expect(await post('{nope')).toEqual(bad('The request body is not valid JSON.'))
     expect(await post('["x"]')).toEqual(bad('The request body must be a JSON object.'))
     expect(await t.db.prisma.apiKey.count()).toBe(0)

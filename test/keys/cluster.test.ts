@@ -56,13 +56,43 @@ describe.runIf(testBackend === 'postgres')('key changes pushed between verifiers
     try {
       await exchange.ready
       const key = (await t.create(W)).body.data
-      expect(await exchange.verify(key.apiKey)).toEqual({ active: true, wallet: W, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null })
+      expect(await exchange.verify(key.apiKey)).toEqual({
+        active: true,
+        wallet: W,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: null,
+        rateLimit: null,
+      })
       expect(await exchange.verify(key.apiKey.slice(0, -1) + (key.apiKey.endsWith('z') ? 'y' : 'z'))).toMatchObject({ active: false, reason: 'unknown' })
       await t.revoke(W)
       expect(await within(1000, async () => (await exchange.verify(key.apiKey)).reason === 'revoked')).toBe(true)
     } finally {
       await exchange.close()
     }
+  })
+
+  it('as a library: refuses a key outside its networks, and records usage and last use through its own pool', async () => {
+    const exchange = connectApiKeyVerifier({ databaseUrl: t.db.pool!.options.connectionString!, clock: time.clock, usageFlushMs: 0 })
+    const key = (await t.create(W, { allowedCidrs: ['192.0.2.0/24'] })).body.data
+    try {
+      expect(await exchange.verify(key.apiKey, { clientIp: '::ffff:192.0.2.10' })).toMatchObject({ active: true, reason: null })
+      expect(await exchange.verify(key.apiKey, { clientIp: '198.51.100.1' })).toMatchObject({ active: false, reason: 'ip_not_allowed', keyId: key.id })
+      expect(await exchange.verify(key.apiKey)).toMatchObject({ active: false, reason: 'ip_not_allowed' })
+    } finally {
+      // Written when it closes (usageFlushMs 0: no timer).
+      await exchange.close()
+    }
+    const rows = await t.db.prisma.$queryRawUnsafe<{ outcome: string; count: string }[]>(
+      'SELECT outcome::text AS outcome, count::text AS count FROM api_key_usage WHERE key_id = $1::uuid ORDER BY outcome',
+      key.id,
+    )
+    expect(rows).toEqual([
+      { outcome: 'active', count: '1' },
+      { outcome: 'ip_not_allowed', count: '2' },
+    ])
+    expect((await t.get(W)).body.data.lastUsedAtMs).toBe(time.now())
   })
 
   it('reconnects after losing its LISTEN connection, and forgets what it may have missed', async () => {

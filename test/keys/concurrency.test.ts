@@ -45,7 +45,15 @@ describe(`100 concurrent creates for one wallet (${testBackend})`, () => {
     const winners = verdicts.filter((v) => v.data.active)
     expect(winners.map((v) => v.id)).toEqual([lastCommitted])
     for (const v of verdicts.filter((x) => !x.data.active))
-      expect(v.data).toEqual({ active: false, wallet: W, keyId: v.id, expiresAtMs: expect.any(Number), reason: 'revoked' })
+      expect(v.data).toEqual({
+        active: false,
+        wallet: W,
+        keyId: v.id,
+        expiresAtMs: expect.any(Number),
+        expiresInMs: expect.any(Number),
+        reason: 'revoked',
+        rateLimit: { limit: 1200, remaining: 1199, resetMs: expect.any(Number) },
+      })
     expect((await t.get(W)).body.data.id).toBe(lastCommitted)
   })
 })

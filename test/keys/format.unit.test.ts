@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { selectWallet, walletsFromClaims } from '../../src/auth/wallets.js'
 import { AppError } from '../../src/core/errors.js'
 import { base58, DEFAULT_KEY_PREFIX, digestOf, generateRawKey, looksLikeRawKey, parseKeyPrefix } from '../../src/keys/format.js'
+import { cidrMatcher } from '../../src/keys/cidr.js'
 import { judge } from '../../src/keys/verifier.js'
 
 const A = '0x00000000000000000000000000000000000000aa'
@@ -77,20 +78,28 @@ describe('wallets in a session token', () => {
 })
 
 describe('verdicts', () => {
-  const state = { id: 'k', wallet: A, expiresAtMs: 1000, revokedAtMs: null, revokeReason: null, allowlisted: true }
-  it('reports why a key is inactive, revocation first', () => {
-    expect(judge(null, 0)).toEqual({ active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' })
-    expect(judge(state, 999)).toEqual({ active: true, wallet: A, keyId: 'k', expiresAtMs: 1000, reason: null })
-    expect(judge(state, 1000).reason).toBe('expired')
-    expect(judge({ ...state, allowlisted: false }, 0).reason).toBe('not_whitelisted')
-    expect(judge({ ...state, allowlisted: false }, 1000).reason).toBe('expired')
+  const state = { id: 'k', wallet: A, expiresAtMs: 1000, revokedAtMs: null, revokeReason: null, allowlisted: true, cidrs: null }
+  it('reports why a key is inactive, revocation first, a client outside its networks last', () => {
+    expect(judge(null, 0)).toBe('unknown')
+    expect(judge(state, 999)).toBeNull()
+    expect(judge(state, 1000)).toBe('expired')
+    expect(judge({ ...state, allowlisted: false }, 0)).toBe('not_whitelisted')
+    expect(judge({ ...state, allowlisted: false }, 1000)).toBe('expired')
     for (const [why, reason] of [
       ['user', 'revoked'],
       ['replaced', 'revoked'],
       ['expired', 'expired'],
       ['allowlist_removed', 'not_whitelisted'],
     ]) {
-      expect(judge({ ...state, revokedAtMs: 5, revokeReason: why! }, 0).reason).toBe(reason)
+      expect(judge({ ...state, revokedAtMs: 5, revokeReason: why! }, 0)).toBe(reason)
     }
+    const bounded = { ...state, cidrs: cidrMatcher(['10.0.0.0/8']) }
+    expect(judge(bounded, 0, '10.1.2.3')).toBeNull()
+    expect(judge(bounded, 0, '11.1.2.3')).toBe('ip_not_allowed')
+    expect(judge(bounded, 0)).toBe('ip_not_allowed')
+    // Every other reason comes first: the IP is only asked of a key that is otherwise good.
+    expect(judge({ ...bounded, revokedAtMs: 5, revokeReason: 'user' }, 0, '11.1.2.3')).toBe('revoked')
+    expect(judge(bounded, 1000, '11.1.2.3')).toBe('expired')
+    expect(judge({ ...bounded, allowlisted: false }, 0)).toBe('not_whitelisted')
   })
 })

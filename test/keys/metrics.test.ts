@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testBackend } from '../support/db.js'
-import { createKeysTestApp, manualClock, type KeysTestApp } from '../support/keys.js'
+import { createKeysTestApp, INTERNAL_TOKEN, manualClock, type KeysTestApp } from '../support/keys.js'
 
 const WALLET = '0x00000000000000000000000000000000000000e5'
 
@@ -33,5 +33,25 @@ describe(`API-key verification metrics (${testBackend})`, () => {
     expect(delta('vaultgate_api_key_verifications_total', 'result="revoked"')).toBe(1)
     expect(delta('vaultgate_cache_lookups_total', 'cache="api_key",result="hit"')).toBe(1)
     expect(delta('vaultgate_cache_lookups_total', 'cache="api_key",result="miss"')).toBe(2)
+  })
+
+  it('counts refusals by client IP, and the batched usage writes', async () => {
+    const scrape = async () => (await t.request('/metrics')).text()
+    const before = await scrape()
+    const { body } = await t.create(WALLET, { allowedCidrs: ['192.0.2.0/24'] })
+    const verify = (clientIp: string) =>
+      t.request('/internal/v1/apiKey/verify', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: body.data.apiKey, clientIp }),
+      })
+    expect((await (await verify('198.51.100.1')).json()).data.reason).toBe('ip_not_allowed')
+    expect((await (await verify('192.0.2.9')).json()).data.active).toBe(true)
+    await t.app.keyUsage.flush()
+    await t.app.keyUsage.flush() // nothing left: no write
+    const after = await scrape()
+    const delta = (name: string, labels: string) => metricValue(after, name, labels) - metricValue(before, name, labels)
+    expect(delta('vaultgate_api_key_verifications_total', 'result="ip_not_allowed"')).toBe(1)
+    expect(delta('vaultgate_api_key_usage_flushes_total', 'result="written"')).toBe(1)
   })
 })

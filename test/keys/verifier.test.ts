@@ -14,7 +14,9 @@ setLogger(createLogger('silent'))
 const W1 = '0x1000000000000000000000000000000000000001'
 const W2 = '0x2000000000000000000000000000000000000002'
 const ok = (data: unknown) => ({ status: 'ok', data, server_time_ms: expect.any(Number) })
-const UNKNOWN = { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }
+/** The key's verification budget (RATE_LIMIT_VERIFY_PER_MINUTE, 1200 by default) after the call. */
+const RATE = { limit: 1200, remaining: expect.any(Number), resetMs: expect.any(Number) }
+const UNKNOWN = { active: false, wallet: null, keyId: null, expiresAtMs: null, expiresInMs: null, reason: 'unknown', rateLimit: RATE }
 
 describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
   const time = manualClock()
@@ -34,7 +36,15 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     const res = await t.verify(key.apiKey)
     expect(res).toEqual({
       status: 200,
-      body: ok({ active: true, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null }),
+      body: ok({
+        active: true,
+        wallet: W1,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: null,
+        rateLimit: RATE,
+      }),
       headers: expect.anything(),
     })
     expect(res.headers.get('cache-control')).toBe('no-store')
@@ -65,10 +75,10 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     // An empty key is a key nobody holds: unknown, as the README says, not a malformed request.
     expect(await post('{"apiKey":""}')).toEqual({
       status: 200,
-      body: { status: 'ok', data: { active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' }, server_time_ms: expect.any(Number) },
+      body: { status: 'ok', data: UNKNOWN, server_time_ms: expect.any(Number) },
     })
     expect((await post('[]')).status).toBe(400)
-    expect((await post('nope')).body.error).toEqual({ code: 'bad_request', message: 'The request body must be JSON: {"apiKey":"…"}.' })
+    expect((await post('nope')).body.error).toEqual({ code: 'bad_request', message: 'The request body must be JSON: {"apiKey":"…", "clientIp":"…"}.' })
     expect((await post(JSON.stringify({ apiKey: 'x'.repeat(5000) }))).body.error).toEqual({
       code: 'bad_request',
       message: 'The request body is larger than 4 KiB.',
@@ -102,7 +112,9 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     time.set(key.expiresAtMs)
     const { result, statements } = await recordSql(() => t.verify(key.apiKey))
     expect(statements).toEqual([])
-    expect(result.body).toEqual(ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: 'expired' }))
+    expect(result.body).toEqual(
+      ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, expiresInMs: 0, reason: 'expired', rateLimit: RATE }),
+    )
     // Once a new key replaces it, it stays `expired` (the revocation records why).
     time.advance(1000)
     await created()
@@ -113,7 +125,17 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     const key = await created()
     expect((await t.verify(key.apiKey)).body.data.active).toBe(true)
     expect((await t.revoke(W1)).body.data).toEqual({ revoked: true })
-    expect((await t.verify(key.apiKey)).body).toEqual(ok({ active: false, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: 'revoked' }))
+    expect((await t.verify(key.apiKey)).body).toEqual(
+      ok({
+        active: false,
+        wallet: W1,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: 'revoked',
+        rateLimit: RATE,
+      }),
+    )
   })
 
   it('refuses a replaced key at once and accepts its successor', async () => {
@@ -133,7 +155,9 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
       wallet: W2,
       keyId: key.id,
       expiresAtMs: key.expiresAtMs,
+      expiresInMs: key.expiresAtMs - time.now(),
       reason: 'not_whitelisted',
+      rateLimit: RATE,
     })
     expect(await t.db.prisma.keyEvent.findFirst({ where: { keyId: key.id, action: 'revoked' }, select: { reason: true, actor: true } })).toEqual({
       reason: 'allowlist_removed',
@@ -159,7 +183,9 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
             wallet: W2,
             keyId: key.id,
             expiresAtMs: key.expiresAtMs,
+            expiresInMs: key.expiresAtMs - time.now(),
             reason: 'not_whitelisted',
+            rateLimit: RATE,
           }),
         { timeout: 5000, interval: 50 },
       )
@@ -183,7 +209,16 @@ describe(`the verifier as a library (${testBackend})`, () => {
     const key = (await t.create(W1)).body.data
     const verifier = createApiKeyVerifier({ prisma: t.db.prisma, clock: time.clock, cacheTtlMs: 5000 })
     try {
-      expect(await verifier.verify(key.apiKey)).toEqual({ active: true, wallet: W1, keyId: key.id, expiresAtMs: key.expiresAtMs, reason: null })
+      // Without a `limiter` there is no budget to report.
+      expect(await verifier.verify(key.apiKey)).toEqual({
+        active: true,
+        wallet: W1,
+        keyId: key.id,
+        expiresAtMs: key.expiresAtMs,
+        expiresInMs: key.expiresAtMs - time.now(),
+        reason: null,
+        rateLimit: null,
+      })
       // Concurrent misses share one read.
       verifier.clear()
       const { statements } = await recordSql(() => Promise.all([verifier.verify(key.apiKey), verifier.verify(key.apiKey), verifier.verify(key.apiKey)]))

@@ -191,6 +191,23 @@ describe(`OpenAPI document (${testBackend})`, () => {
       )
     }
     cases.push({ path: '/v1/apiKey', init: await key('POST', await session([WALLET]), { keyPrefix: 'not a prefix' }), status: 400 })
+    cases.push({
+      path: '/v1/apiKey',
+      init: await key('POST', await session([WALLET]), { keyPrefix: 'openapi', name: 'desk 1', allowedCidrs: ['203.0.113.7/24', '2001:db8::/32'] }),
+      status: 200,
+    })
+    cases.push({ path: '/v1/apiKey', init: await key('POST', await session([WALLET]), { allowedCidrs: ['10.0.0.0/33'] }), status: 400 })
+    // The owner's history and usage: the same statuses as the other key routes.
+    for (const path of ['/v1/apiKey/events', '/v1/apiKey/usage']) {
+      cases.push(
+        { path, init: await key('GET', await session([WALLET])), status: 200 },
+        { path: `${path}?${path.endsWith('usage') ? 'days=91' : 'limit=0'}`, init: await key('GET', await session([WALLET])), status: 400 },
+        { path, init: await key('GET', await session(two)), status: 400 },
+        { path, init: await key('GET', {}), status: 401 },
+        { path, init: await key('GET', await session([STRANGER])), status: 403 },
+        { path, init: await key('GET', await session(two, { 'x-service-wallet': STRANGER })), status: 403 },
+      )
+    }
     const created = await t.create(WALLET)
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
     const verify = (apiKey: unknown, token = INTERNAL_TOKEN) => key('POST', bearer(token), { apiKey })
@@ -198,6 +215,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: '/internal/v1/apiKey/verify', init: await verify(created.body.data.apiKey), status: 200 },
       { path: '/internal/v1/apiKey/verify', init: await verify('vaultgate_unknown'), status: 200 },
       { path: '/internal/v1/apiKey/verify', init: await verify(42), status: 400 },
+      { path: '/internal/v1/apiKey/verify', init: await key('POST', bearer(INTERNAL_TOKEN), { apiKey: 'x', clientIp: '10.0.0.256' }), status: 400 },
       { path: '/internal/v1/apiKey/verify', init: await verify('x', 'wrong-token-of-enough-length'), status: 401 },
       { app: noAdmin, path: '/internal/v1/apiKey/verify', init: await verify('x'), status: 404 },
       { path: '/admin/allowlist', init: { headers: bearer(ADMIN_TOKEN) }, status: 200 },

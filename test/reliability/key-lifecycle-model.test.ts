@@ -38,13 +38,20 @@ function revokeCurrent(m: Model, wallet: string, reason: RevokeReason): KeyModel
   if (k) k.revoked = k.expiresAt <= m.now ? 'expired' : reason
   return k
 }
-const record = (k: KeyModel) => ({
+// Usage is written only when the app flushes it (never during these sequences): lastUsedAtMs stays null.
+const record = (k: KeyModel, now: number) => ({
   id: k.id,
   keyPrefix: k.apiKey.slice(0, k.apiKey.lastIndexOf('_')),
   createdAtMs: k.createdAt,
   expiresAtMs: k.expiresAt,
   revokedAtMs: null,
+  name: null,
+  allowedCidrs: [],
+  lastUsedAtMs: null,
+  expiresInMs: k.expiresAt - now,
 })
+// The limits are off in this suite (RATE_LIMIT_VERIFY_PER_MINUTE=0): no budget to report.
+const RATE = null
 const notWhitelisted = {
   status: 'error',
   error: { code: 'not_whitelisted', message: 'This wallet is not on the allowlist.' },
@@ -75,6 +82,10 @@ class Create implements fc.AsyncCommand<Model, Real> {
         createdAtMs: m.now,
         expiresAtMs: m.now + KEY_LIFETIME_MS,
         revokedAtMs: null,
+        name: null,
+        allowedCidrs: [],
+        lastUsedAtMs: null,
+        expiresInMs: KEY_LIFETIME_MS,
         apiKey: expect.stringMatching(new RegExp(`^${prefix}_[^_]{32,}$`)),
       }),
     )
@@ -93,7 +104,7 @@ class Inspect implements fc.AsyncCommand<Model, Real> {
     r.tally.add(`inspect ${res.status}`)
     if (!m.listed[wallet]) return void expect(res.body).toEqual(notWhitelisted)
     const k = unrevoked(m, wallet)
-    expect(res.body).toEqual(ok(k && m.now < k.expiresAt ? record(k) : null))
+    expect(res.body).toEqual(ok(k && m.now < k.expiresAt ? record(k, m.now) : null))
   }
   toString = () => `inspect(w${this.w})`
 }
@@ -160,7 +171,16 @@ class Verify implements fc.AsyncCommand<Model, Real> {
     const res = await r.t.verify(k?.apiKey ?? `vaultgate_${'1'.repeat(44)}`)
     r.tally.add(`verify ${res.status}`)
     expect(res.status).toBe(200)
-    if (!k) return void expect(res.body.data).toEqual({ active: false, wallet: null, keyId: null, expiresAtMs: null, reason: 'unknown' })
+    if (!k)
+      return void expect(res.body.data).toEqual({
+        active: false,
+        wallet: null,
+        keyId: null,
+        expiresAtMs: null,
+        expiresInMs: null,
+        reason: 'unknown',
+        rateLimit: RATE,
+      })
     const reason =
       k.revoked === 'expired'
         ? 'expired'
@@ -173,7 +193,15 @@ class Verify implements fc.AsyncCommand<Model, Real> {
               : !m.listed[k.wallet]
                 ? 'not_whitelisted'
                 : null
-    expect(res.body.data).toEqual({ active: reason === null, wallet: k.wallet, keyId: k.id, expiresAtMs: k.expiresAt, reason })
+    expect(res.body.data).toEqual({
+      active: reason === null,
+      wallet: k.wallet,
+      keyId: k.id,
+      expiresAtMs: k.expiresAt,
+      expiresInMs: Math.max(0, k.expiresAt - m.now),
+      reason,
+      rateLimit: RATE,
+    })
   }
   toString = () => `verify(#${this.pick})`
 }

@@ -19,8 +19,16 @@ export async function createTestApp(env: Record<string, string> = {}, options: {
   const db = await testDatabase()
   // The response cache is off unless a test turns it on (RESPONSE_CACHE_TTL_MS): statement counts
   // and fresh reads after direct imports are asserted everywhere else. So is the webhook worker
-  // (WEBHOOK_WORKER): its polls would count among a request's statements.
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RESPONSE_CACHE_TTL_MS: '0', WEBHOOK_WORKER: 'false', ...env })
+  // (WEBHOOK_WORKER): its polls would count among a request's statements. API-key usage is written
+  // when a test calls app.keyUsage.flush() (and at close), not on a timer, for the same reason.
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    RESPONSE_CACHE_TTL_MS: '0',
+    WEBHOOK_WORKER: 'false',
+    API_KEY_USAGE_FLUSH_MS: '600000',
+    ...env,
+  })
   const app = createApp({ config, db, clock: options.clock })
   await app.ready
   const request = (path: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${path}`, init))

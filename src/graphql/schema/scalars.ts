@@ -48,3 +48,12 @@ builder.scalarType('UnixMs', {
   parseValue: parseUnixMs,
   parseLiteral: (ast) => parseUnixMs(ast.kind === Kind.INT ? Number(ast.value) : undefined),
 })
+
+builder.scalarType('Milliseconds', {
+  description: 'A duration in milliseconds, as a JSON integer (beyond the 32-bit range of Int).',
+  serialize: (value) => value,
+  parseValue: (value) => {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw badRequest('Milliseconds must be a non-negative integer.')
+    return value
+  },
+})

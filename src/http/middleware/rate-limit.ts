@@ -1,5 +1,5 @@
 import type { Context as HonoContext, MiddlewareHandler } from 'hono'
-import type { Bucket, RateLimits } from '../../core/rate-limit.js'
+import type { Bucket, RateLimitState, RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
 
 /**
@@ -29,7 +29,7 @@ export function clientIp(c: HonoContext, hops: number): string {
  * Counts the request once for `bucket`/`key`, however many layers ask (the early answers count a
  * cache hit's client, and a request they hand on to the routes must not be counted again).
  */
-export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bucket, key: string): Promise<void> {
+export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bucket, key: string): Promise<RateLimitState | null> {
   let counted = c.get('counted')
   if (!counted) c.set('counted', (counted = {}))
   let verdict = counted[bucket]

@@ -6,12 +6,12 @@ import type { ApiKeyVerifier } from '../../keys/verifier.js'
 import type { AppEnv } from '../env.js'
 import { smallBodyLimit } from '../middleware/body-limit.js'
 import { requireBearer } from '../middleware/bearer.js'
-import { countOnce } from '../middleware/rate-limit.js'
 import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
 
 /**
  * Service-to-service routes for the order exchange, behind `Authorization: Bearer $INTERNAL_TOKEN`;
- * absent (404) when INTERNAL_TOKEN is unset.
+ * absent (404) when INTERNAL_TOKEN is unset. `limits`: wrong tokens are counted per client IP (the
+ * per-key verification budget is the verifier's own `limiter`, src/app.ts).
  */
 export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProxyHops'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
@@ -27,8 +27,8 @@ export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProx
     }),
     async (c) => {
       c.header('Cache-Control', 'no-store')
-      const count = limits && ((apiKey: string) => countOnce(c, limits, 'verify', apiKey))
-      return c.body(await verifyAnswer(await c.req.text(), verifier, count), 200, { 'Content-Type': 'application/json' })
+      const { body, headers } = await verifyAnswer(await c.req.text(), verifier)
+      return c.body(body, 200, { 'Content-Type': 'application/json', ...headers })
     },
   )
   return app

@@ -1,10 +1,14 @@
 import { z } from 'zod'
 import { EVM_ADDRESS } from '../../wallets/address.js'
 import { badRequest, quoted } from '../../core/errors.js'
-import { KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
-import type { Param } from '../params.js'
+import { PAGE_SIZE } from '../../core/page.js'
+import { MAX_ALLOWED_CIDRS } from '../../keys/cidr.js'
+import { KEY_NAME_MAX, KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
+import { KEY_HISTORY_TYPES } from '../../keys/history.js'
+import { parseUsageDays, USAGE_DEFAULT_DAYS, USAGE_RETENTION_DAYS, VERIFY_OUTCOMES } from '../../keys/usage.js'
+import { limitParam, type Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
-import { component, envelope, selectionOf } from '../wire.js'
+import { type CamelKeys, component, envelope, page, selectionOf, snakeKeys } from '../wire.js'
 
 // Key management (spec §4): the spec's envelope around the GraphQL result; the record is camelCase
 // on the wire as in spec §2. The shim's default Cache-Control (no-store) applies: the create
@@ -20,6 +24,15 @@ const ApiKeyRecord = component(
       createdAtMs: UnixMs,
       expiresAtMs: UnixMs.meta({ description: '30 days after creation.' }),
       revokedAtMs: UnixMs.nullable().meta({ description: 'Null while the key is not revoked.' }),
+      name: z.string().nullable().meta({ description: "The owner's label, or null." }),
+      allowedCidrs: z
+        .array(z.string())
+        .max(MAX_ALLOWED_CIDRS)
+        .meta({ description: 'The networks (canonical CIDR: network address, shortest form) a verification must come from; empty: any IP.' }),
+      lastUsedAtMs: UnixMs.nullable().meta({
+        description: 'A successful verification at most a minute older than the last one (written at most once a minute); null until the first.',
+      }),
+      expiresInMs: z.int().min(0).meta({ description: 'Milliseconds until expiry when the answer was made (0 once expired).' }),
     })
     .meta({ description: 'An API key for the order exchange, without its secret.' }),
 )
@@ -32,6 +45,38 @@ const NewApiKey = component(
       .meta({ description: 'The raw key (prefix, "_", secret), shown this once and never again. Keep it in a server-side secret store.' }),
   }),
 )
+
+const KeyEvent = component(
+  'ApiKeyEvent',
+  z.object({
+    type: z.enum(KEY_HISTORY_TYPES as [string, ...string[]]),
+    keyId: z.uuid(),
+    keyPrefix: z.string(),
+    atMs: UnixMs.meta({ description: 'When it happened.' }),
+  }),
+)
+const NextCursor = z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' })
+const Counts = z.object(Object.fromEntries(VERIFY_OUTCOMES.map((o) => [o, z.int().min(0)])) as Record<(typeof VERIFY_OUTCOMES)[number], z.ZodInt>)
+const Usage = component(
+  'ApiKeyUsage',
+  z.object({
+    days: z.int().min(1).max(USAGE_RETENTION_DAYS),
+    since: z.string().meta({ description: 'The first UTC date covered, YYYY-MM-DD (today is the last).' }),
+    items: z
+      .array(
+        z.object({
+          day: z.string().meta({ description: 'The UTC date, YYYY-MM-DD.' }),
+          keyId: z.uuid(),
+          keyPrefix: z.string(),
+          name: z.string().nullable(),
+          counts: Counts.meta({ description: 'Verifications by outcome: `active` (accepted), or why they were refused.' }),
+          total: z.int().min(0),
+        }),
+      )
+      .meta({ description: 'Newest day first, then newest key; days without verifications are left out.' }),
+  }),
+)
+type Connection<N> = { edges: { node: N }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } }
 
 type KeyRecord = z.infer<typeof ApiKeyRecord>
 /** The record's GraphQL fields (camelCase on the wire too, spec §2). */
@@ -73,18 +118,38 @@ export const apiKeyRoutes: RestRoute[] = [
     body: component(
       'CreateApiKeyRequest',
       z
-        .strictObject({ keyPrefix: z.string().regex(KEY_PREFIX_PATTERN).nullable().optional().meta({ description: 'Default "vaultgate".' }) })
+        .strictObject({
+          keyPrefix: z.string().regex(KEY_PREFIX_PATTERN).optional().meta({ description: 'Default "vaultgate".' }),
+          name: z
+            .string()
+            .min(1)
+            .max(KEY_NAME_MAX)
+            .optional()
+            .meta({ description: `A label: 1 to ${KEY_NAME_MAX} printable characters, without leading or trailing spaces.` }),
+          allowedCidrs: z
+            .array(z.string())
+            .max(MAX_ALLOWED_CIDRS)
+            .optional()
+            .meta({
+              description: `At most ${MAX_ALLOWED_CIDRS} IPv4/IPv6 networks ("203.0.113.0/24", "2001:db8::/32"; a bare address is one host) that verifications must come from; stored canonical. Absent or empty: any IP.`,
+            }),
+        })
         .meta({ description: 'May be empty.' }),
     ),
-    document: `mutation CreateApiKey($keyPrefix: String) { createApiKey(keyPrefix: $keyPrefix) { ${RECORD} apiKey } }`,
+    document: `mutation CreateApiKey($keyPrefix: String, $name: String, $allowedCidrs: [String!]) {
+      createApiKey(keyPrefix: $keyPrefix, name: $name, allowedCidrs: $allowedCidrs) { ${RECORD} apiKey }
+    }`,
     variables: ({ body }) => {
-      const { keyPrefix, ...rest } = body
+      const { keyPrefix, name, allowedCidrs, ...rest } = body
       // Strict: a misspelt field (e.g. key_prefix) must not silently give a key with the default prefix.
       const unknown = Object.keys(rest)
-      if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "keyPrefix".`)
+      if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "keyPrefix", "name" and "allowedCidrs".`)
       // `null` is refused like any other non-string: leaving the field out is how to ask for the default.
       if (keyPrefix !== undefined && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string; leave it out for the default prefix.')
-      return { keyPrefix: keyPrefix ?? null }
+      if (name !== undefined && typeof name !== 'string') throw badRequest('name must be a string; leave it out for a key without one.')
+      if (allowedCidrs !== undefined && (!Array.isArray(allowedCidrs) || !allowedCidrs.every((c) => typeof c === 'string')))
+        throw badRequest('allowedCidrs must be a list of strings; leave it out for a key usable from any IP.')
+      return { keyPrefix: keyPrefix ?? null, name: name ?? null, allowedCidrs: allowedCidrs ?? null }
     },
     response: component('CreateApiKeyResponse', envelope(NewApiKey)),
     shape: (data: { createApiKey: KeyRecord & { apiKey: string } }) => ok(data.createApiKey),
@@ -110,5 +175,43 @@ export const apiKeyRoutes: RestRoute[] = [
     variables: () => ({}),
     response: component('RevokeApiKeyResponse', envelope(z.object({ revoked: z.boolean() }))),
     shape: (data: { revokeApiKey: { revoked: boolean } }) => ok(data.revokeApiKey),
+  }),
+  defineRoute({
+    ...session,
+    method: 'GET',
+    path: '/apiKey/events',
+    summary: "List the caller's key history",
+    description:
+      'Newest first, one page at a time: `created`, `revoked` (by its owner), `replaced` (by a newer key), `disabled` (the wallet left the allowlist), `expired` (dated when the key expired). A cursor we did not issue, or issued for another wallet, is a 400.',
+    query: {
+      limit: limitParam(PAGE_SIZE, 'Entries per page.'),
+      cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
+    },
+    document: `query ApiKeyEvents($first: Int, $after: String) {
+      apiKeyEvents(first: $first, after: $after) { edges { node { ${selectionOf(KeyEvent)} } } pageInfo { hasNextPage endCursor } }
+    }`,
+    variables: ({ query }) => ({ first: query.limit, after: query.cursor }),
+    response: component('ApiKeyEventsResponse', envelope(component('ApiKeyEventPage', z.object({ items: z.array(KeyEvent), next_cursor: NextCursor })))),
+    shape: (data: { apiKeyEvents: Connection<z.infer<typeof KeyEvent>> }) => ok(page(data.apiKeyEvents, (node) => node)),
+  }),
+  defineRoute({
+    ...session,
+    method: 'GET',
+    path: '/apiKey/usage',
+    summary: "Get the caller's key usage",
+    description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (today included). Kept ${USAGE_RETENTION_DAYS} days; counts are written in batches, so the last few seconds may not show yet.`,
+    query: {
+      days: {
+        description: `How many UTC days back, today included: 1 to ${USAGE_RETENTION_DAYS} (default ${USAGE_DEFAULT_DAYS}).`,
+        schema: { type: 'integer', minimum: 1, maximum: USAGE_RETENTION_DAYS, default: USAGE_DEFAULT_DAYS },
+        parse: parseUsageDays,
+      } satisfies Param<number>,
+    },
+    document: `query ApiKeyUsage($days: Int) { apiKeyUsage(days: $days) { ${selectionOf(Usage)} } }`,
+    variables: ({ query }) => ({ days: query.days }),
+    response: component('ApiKeyUsageResponse', envelope(Usage)),
+    // The counts are named by the verify answer's `reason` values (snake_case), the rest is camelCase like every key answer.
+    shape: (data: { apiKeyUsage: CamelKeys<z.infer<typeof Usage>> }) =>
+      ok({ ...data.apiKeyUsage, items: data.apiKeyUsage.items.map((item) => ({ ...item, counts: snakeKeys<z.infer<typeof Counts>>(item.counts) })) }),
   }),
 ]

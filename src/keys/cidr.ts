@@ -1,0 +1,88 @@
+import { BlockList, isIP, isIPv6 } from 'node:net'
+import ipaddr from 'ipaddr.js'
+import { badRequest, quoted } from '../core/errors.js'
+
+// IP allowlists of API keys (docs/spec/decisions.md §13). Addresses are validated by node:net's
+// strict parser (dotted quads without leading zeros, no zone index), networks are computed by
+// ipaddr.js and matched by node:net's BlockList. The two families are kept apart: an IPv4 client
+// (or an IPv4-mapped IPv6 one, ::ffff:1.2.3.4, as a dual-stack socket reports it) is matched
+// against the IPv4 networks only, and any other IPv6 client against the IPv6 networks only, so
+// `::/0` means "every IPv6 address", not IPv4 too.
+
+/** At most this many networks per key. */
+export const MAX_ALLOWED_CIDRS = 30
+
+const PREFIX = /^(0|[1-9]\d{0,2})$/
+
+const bad = (value: string, why: string) => badRequest(`allowedCidrs: ${quoted(value.slice(0, 64))} ${why}`)
+
+/**
+ * One network in canonical form: the network address (host bits cleared) in its shortest text
+ * (RFC 5952 for IPv6), then `/prefix`. A bare address is a single host (`/32`, `/128`), and an
+ * IPv4-mapped IPv6 network of /96 or longer is written as the IPv4 network it is.
+ */
+export function canonicalCidr(value: string): string {
+  const slash = value.indexOf('/')
+  const address = slash === -1 ? value : value.slice(0, slash)
+  const family = isIP(address)
+  if (family === 0 || address.includes('%')) throw bad(value, 'is not an IPv4 or IPv6 network such as "203.0.113.0/24" or "2001:db8::/32".')
+  const max = family === 4 ? 32 : 128
+  const prefixText = slash === -1 ? String(max) : value.slice(slash + 1)
+  if (!PREFIX.test(prefixText) || Number(prefixText) > max) throw bad(value, `has a prefix length outside 0-${max}.`)
+  let prefix = Number(prefixText)
+  let cidr = `${address}/${prefix}`
+  if (family === 6) {
+    const parsed = ipaddr.IPv6.parse(address)
+    if (parsed.isIPv4MappedAddress() && prefix >= 96) {
+      prefix -= 96
+      cidr = `${parsed.toIPv4Address().toString()}/${prefix}`
+      return `${ipaddr.IPv4.networkAddressFromCIDR(cidr).toString()}/${prefix}`
+    }
+    return `${ipaddr.IPv6.networkAddressFromCIDR(cidr).toString()}/${prefix}`
+  }
+  return `${ipaddr.IPv4.networkAddressFromCIDR(cidr).toString()}/${prefix}`
+}
+
+/**
+ * The `allowedCidrs` argument of a key creation: each network canonical, duplicates (after
+ * canonicalisation) dropped, order kept. Absent or empty: no restriction.
+ */
+export function parseAllowedCidrs(value: unknown): string[] {
+  if (value === undefined || value === null) return []
+  if (!Array.isArray(value)) throw badRequest('allowedCidrs must be a list of IPv4 or IPv6 networks.')
+  if (value.length > MAX_ALLOWED_CIDRS) throw badRequest(`allowedCidrs may hold at most ${MAX_ALLOWED_CIDRS} networks.`)
+  const out: string[] = []
+  for (const item of value) {
+    if (typeof item !== 'string') throw badRequest('allowedCidrs must be a list of strings.')
+    const cidr = canonicalCidr(item)
+    if (!out.includes(cidr)) out.push(cidr)
+  }
+  return out
+}
+
+/** The verify request's `clientIp`: an IPv4 or IPv6 address (a zone index such as `%eth0` is dropped); undefined when absent. */
+export function parseClientIp(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string' || value.length > 64) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
+  const address = value.includes('%') ? value.slice(0, value.indexOf('%')) : value
+  if (isIP(address) === 0) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
+  return address
+}
+
+/** Whether a client address is inside one of a key's networks (built once per key state, checked per verification). */
+export type CidrMatcher = (clientIp: string) => boolean
+
+export function cidrMatcher(cidrs: readonly string[]): CidrMatcher {
+  const v4 = new BlockList()
+  const v6 = new BlockList()
+  for (const cidr of cidrs) {
+    const [address, prefix] = cidr.split('/') as [string, string]
+    if (isIPv6(address)) v6.addSubnet(address, Number(prefix), 'ipv6')
+    else v4.addSubnet(address, Number(prefix), 'ipv4')
+  }
+  return (clientIp) => {
+    if (!isIPv6(clientIp)) return v4.check(clientIp, 'ipv4')
+    const parsed = ipaddr.IPv6.parse(clientIp)
+    return parsed.isIPv4MappedAddress() ? v4.check(parsed.toIPv4Address().toString(), 'ipv4') : v6.check(clientIp, 'ipv6')
+  }
+}
