@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { commaList } from './core/formats.js'
 import { isEvmAddress } from './wallets/address.js'
 
 /** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
@@ -77,10 +78,7 @@ const origins = (fallback: string) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? fallback)
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
+      const items = commaList(v ?? fallback)
       if (items.includes('*')) {
         if (items.length === 1) return '*' as const
         ctx.addIssue({ code: 'custom', message: '`*` cannot be combined with other origins' })
@@ -109,10 +107,7 @@ const secretKeys = z
   .string()
   .optional()
   .transform((v, ctx) => {
-    const keys = (v ?? '')
-      .split(',')
-      .map((k) => k.trim())
-      .filter(Boolean)
+    const keys = commaList(v)
     const parsed = keys.map((k) =>
       /^[0-9a-f]{64}$/i.test(k) ? Buffer.from(k, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(k) ? Buffer.from(k, 'base64') : undefined,
     )
@@ -148,10 +143,7 @@ const env = z.object({
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
+      const items = commaList(v)
       const bad = items.filter((a) => !isEvmAddress(a))
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
