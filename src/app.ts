@@ -3,7 +3,7 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry } from './core/metrics.js'
+import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
@@ -174,6 +174,7 @@ export function createApp({
     )
   }
   observePool(db.pool)
+  useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
