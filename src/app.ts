@@ -10,6 +10,7 @@ import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
@@ -212,7 +213,7 @@ export function createApp({
   const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
   const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
   return {
-    fetch: (request, env) => early(request, env) ?? routes(request, env),
+    fetch: withCompression(config.compressMinBytes, (request, env) => early(request, env) ?? routes(request, env)),
     yoga,
     limits,
     verifier,
