@@ -3,13 +3,14 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry } from './core/metrics.js'
+import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
@@ -174,6 +175,7 @@ export function createApp({
     )
   }
   observePool(db.pool)
+  useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
@@ -211,7 +213,7 @@ export function createApp({
   const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
   const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
   return {
-    fetch: (request, env) => early(request, env) ?? routes(request, env),
+    fetch: withCompression(config.compressMinBytes, (request, env) => early(request, env) ?? routes(request, env)),
     yoga,
     limits,
     verifier,

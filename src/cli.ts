@@ -36,6 +36,11 @@ import {
 // suggestion). Never a stack trace unless DEBUG is set.
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
+/**
+ * A running gateway's sentences for people (its banner, the signal it got): on stderr, so its
+ * stdout holds nothing but the JSON log lines a collector parses.
+ */
+const say = (line: string) => process.stderr.write(`${line}\n`)
 
 /** In embedded mode, the URL of a gateway that holds the data directory right now. */
 async function runningGateway(config: Config): Promise<string | undefined> {
@@ -153,16 +158,16 @@ async function startCommand(options: { port?: string; host?: string }): Promise<
   const config = await configure({ PORT: options.port, HOST: options.host })
   const progress = createProgress()
   const gateway = await startGateway(config, { progress }).finally(() => progress.end())
-  out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
-  out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
+  say(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+  say(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
   const h = await gateway.hints?.catch(() => undefined)
   if (h) {
-    out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
-    for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
+    say(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
+    for (const w of h.wallets) say(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
     const [v] = h.vaultIds
-    if (v) out(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
+    if (v) say(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
   }
-  out('')
+  say('')
   let stopping = false
   // SIGTERM comes from an orchestrator (docker stop, Kubernetes): keep serving for
   // SHUTDOWN_DELAY_MS with /readyz at 503 while load balancers take this instance out. SIGINT is
@@ -171,7 +176,7 @@ async function startCommand(options: { port?: string; host?: string }): Promise<
     if (stopping) process.exit(1)
     stopping = true
     const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0
-    out(
+    say(
       delayMs > 0
         ? `vaultgate: ${signal} received; /readyz answers 503, serving ${delayMs} ms more, then finishing in-flight requests…`
         : `vaultgate: ${signal} received, finishing in-flight requests…`,

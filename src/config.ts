@@ -184,6 +184,7 @@ const env = z.object({
   GRAPHQL_MAX_RESPONSE_BYTES: int(4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   REQUEST_BODY_LIMIT_BYTES: int(100 * 1024, 1024, 64 * 1024 * 1024),
   REQUEST_TIMEOUT_MS: int(15_000, 100, 600_000),
+  COMPRESS_MIN_BYTES: int(8192, 0, 1024 * 1024 * 1024),
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(600, 0, 10_000_000),
   RATE_LIMIT_KEYS_PER_MINUTE: int(30, 0, 10_000_000),
   RATE_LIMIT_VERIFY_PER_MINUTE: int(1200, 0, 10_000_000),
@@ -296,6 +297,8 @@ export interface Config {
   }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
+  /** Answers of at least this many bytes are compressed (gzip/br) for clients that accept it; 0 = never (src/http/compression.ts). */
+  compressMinBytes: number
   /**
    * Requests per minute: per client IP on public routes, per wallet on key management, per key on
    * verify, and wrong admin or internal bearer tokens per client IP; 0 = off.
@@ -387,6 +390,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxResponseBytes: e.GRAPHQL_MAX_RESPONSE_BYTES,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
+    compressMinBytes: e.COMPRESS_MIN_BYTES,
     rateLimits: {
       publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
       keysPerMinute: e.RATE_LIMIT_KEYS_PER_MINUTE,
