@@ -17,6 +17,8 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     mode: { type: 'string' },
+    /** Only the uncached phase (no second gateway with the response cache on). */
+    uncached: { type: 'boolean', default: false },
   },
 })
 const quick = flags.quick!
@@ -32,6 +34,7 @@ const settings = {
   keepDb: quick || process.env.BENCH_KEEP_DB === '1',
   modes: (flags.mode ?? process.env.BENCH_MODES ?? 'postgres,embedded').split(','),
   only: flags.only,
+  uncached: flags.uncached!,
 }
 const RESULTS = path.join(ROOT, 'bench/results')
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -226,7 +229,7 @@ async function runMode(
     await gateway.stop()
 
     // Phase 2: the gateway as it ships, with the response cache on.
-    const cached = list.filter((s) => s.cacheable)
+    const cached = settings.uncached ? [] : list.filter((s) => s.cacheable)
     let readyCachedMs: number | undefined
     let peak2 = 0
     if (cached.length > 0) {
