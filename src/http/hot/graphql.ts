@@ -96,7 +96,8 @@ export function hotGraphql({
         serverContext: scope,
       })
     }
-    return processor ? ((await processor(result, CAPTURE, mediaType)) as Captured) : undefined
+    if (processor) return (await processor(result, CAPTURE, mediaType)) as Captured
+    return new Captured(null, { status: 406, headers: { accept: acceptableMediaTypes.join('; charset=utf-8, ') } })
   }
 
   /** Yoga's handleError for a rejected execution (masked: graphql-yoga/esm/error.js). */
@@ -148,10 +149,11 @@ export function hotGraphql({
           result = { errors: errorsOf(e) }
         }
         const captured = await processResult(x.request, result, scope)
-        const own = lowercased(captured?.init.headers ?? {})
-        const status = captured?.init.status ?? 406
-        if (status === 406 && own['content-type'] === undefined) return finish(f, 406, { ...NOT_ACCEPTABLE.headers }, NOT_ACCEPTABLE.body)
-        return finish(f, status, own, captured!.body)
+        const own = lowercased(captured.init.headers ?? {})
+        const status = captured.init.status ?? 200
+        // explainNotAcceptable's body; Hono keeps the replaced answer's other headers (Yoga's `accept` list) on it.
+        if (status === 406 && own['content-type'] === undefined) return finish(f, 406, { ...NOT_ACCEPTABLE.headers, ...own }, NOT_ACCEPTABLE.body)
+        return finish(f, status, own, captured.body)
       } finally {
         deadline.end()
       }
