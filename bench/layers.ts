@@ -8,6 +8,8 @@ import { createContext } from '../src/graphql/context.js'
 import { schema } from '../src/graphql/schema/index.js'
 import type { Exchange } from '../src/http/hot/exchange.js'
 import { restRoutes } from '../src/rest/routes/index.js'
+import { fetchHistoryPage } from '../src/wallets/store.js'
+import { decodeCursor } from '../src/wallets/history-cursor.js'
 import { databaseUrl, keptDataset } from './dataset.js'
 import { dbRoutes, operationOf } from './db-queries.js'
 import { scenarios, type BenchRequest } from './scenarios.js'
@@ -16,15 +18,16 @@ import { scenarios, type BenchRequest } from './scenarios.js'
 // layer is timed alone, sequentially (one request at a time, CPU time of this process from
 // process.cpuUsage, so a neighbour's load on a shared machine inflates it less than wall time):
 //   driver         the hand-written handler of the database limit (one `pg` query, JSON shaping)
+//   prisma         the Prisma call(s) behind it, without GraphQL (vault: findUnique; history: its raw statement)
 //   graphql        graphql-js `execute` of the route's document on the Pothos schema (resolvers, Prisma, driver)
 //   yoga           yoga.getResultForParams (+ envelop plugins: caches, armor, cost, masking, response rules)
 //   hot path       app.hot from a plain exchange (+ rate limit, deadline, header policy, log line, metrics)
 //   Hono path      app.fetchGeneral(new Request(...)) and reading the answer (the general path, HOT_PATH=false)
 // The HTTP layer is the bench's CPU per request over HTTP minus the in-process path.
 //
-//   DATABASE_URL=… npx tsx bench/layers.ts [--n 400] [--only get_vault]   (default: the bench's kept dataset)
+//   npx tsx bench/layers.ts [--n 400] [--only get_vault,tx_first] [--layers graphql,hot path]   (default: the bench's kept dataset)
 
-const { values: flags } = parseArgs({ options: { n: { type: 'string', default: '400' }, only: { type: 'string' } } })
+const { values: flags } = parseArgs({ options: { n: { type: 'string', default: '400' }, only: { type: 'string' }, layers: { type: 'string' } } })
 const N = Number(flags.n)
 const adminUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
 const dbName = process.env.BENCH_DB_NAME ?? 'vaultgate_bench'
@@ -135,6 +138,21 @@ for (const s of list) {
       },
     ],
     [
+      'prisma',
+      async (r) => {
+        // The Prisma call(s) behind the read, without GraphQL: the vault row (all columns, as
+        // plugin-prisma selects them), or the history page's raw statement.
+        if (s.id.startsWith('tx_')) {
+          const u = new URL(base + r.path)
+          const filter = { address: info.whale, vaultId: info.vaultIds[0]!, type: null }
+          const c = u.searchParams.get('cursor')
+          return fetchHistoryPage(filter, c ? decodeCursor(c, filter) : null, 50)
+        }
+        const d = docs.get(r)!
+        return db.prisma.vault.findUnique({ where: { id: String(d.variables.id ?? d.variables.vaultId) } })
+      },
+    ],
+    [
       'graphql',
       async (r) => {
         const context = createContext({ request: new Request(base + r.path), now: new Date() })
@@ -165,6 +183,7 @@ for (const s of list) {
   // Two alternating passes; the lower of each layer's two (the machine is shared).
   for (let pass = 0; pass < 2; pass++) {
     for (const [name, op] of layers) {
+      if (flags.layers && !flags.layers.split(',').includes(name)) continue
       const us = await cpuPerOp(s.requests, op)
       row[name] = Math.round(Math.min(us, (row[name] as number | undefined) ?? Infinity))
     }
@@ -173,10 +192,10 @@ for (const s of list) {
   process.stderr.write(`${JSON.stringify(row)}\n`)
 }
 
-const names = ['driver', 'graphql', 'yoga', 'hot path', 'Hono path']
+const names = ['driver', 'prisma', 'graphql', 'yoga', 'hot path', 'Hono path']
 process.stdout.write(`\nCPU µs per request, in process, sequential (n = ${N}, Node ${process.version})\n\n`)
 process.stdout.write(`| scenario | ${names.join(' | ')} |\n|${' --- |'.repeat(names.length + 1)}\n`)
-for (const r of rows) process.stdout.write(`| ${r.scenario} | ${names.map((n) => r[n]).join(' | ')} |\n`)
+for (const r of rows) process.stdout.write(`| ${r.scenario} | ${names.map((n) => r[n] ?? '').join(' | ')} |\n`)
 await app.close()
 await pool.end()
 await db.close()
