@@ -166,6 +166,7 @@ const env = z.object({
   DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
+  HOT_PATH: optionalBool,
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
@@ -274,6 +275,8 @@ export interface Config {
    * entry is still answered while one background request refreshes it (0 = never).
    */
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
+  /** Answer POST /graphql and the REST GET routes without Hono or Web Request objects (src/http/hot/; docs/adr/0004-hot-path.md). */
+  hotPath: boolean
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
   /** How often verification counts and last-use times are written (src/keys/usage.ts); also the retention job's first run. */
@@ -370,6 +373,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     migrateOnStart: e.MIGRATE_ON_START ?? true,
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
+    hotPath: e.HOT_PATH ?? true,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     apiKeyUsageFlushMs: e.API_KEY_USAGE_FLUSH_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
