@@ -44,8 +44,8 @@ export async function subscribe(
   let done = false
   let endedResolve!: () => void
   const ended = new Promise<void>((r) => (endedResolve = r))
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
   const read = async () => {
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
     let text = ''
     try {
       for (;;) {
@@ -102,6 +102,10 @@ export async function subscribe(
       }
       return buffered.shift()!
     },
-    close: () => abort.abort(),
+    // Aborting reaches a server over a socket; an in-process response's body is cancelled instead.
+    close: () => {
+      abort.abort()
+      reader.cancel().catch(() => {})
+    },
   }
 }
