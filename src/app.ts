@@ -26,10 +26,12 @@ import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
+import { eventStreams } from './http/middleware/event-streams.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { hotRest } from './rest/hot.js'
+import { createLiveHub } from './live/hub.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
 import type { SourcesConfig } from './sources/config.js'
@@ -68,6 +70,8 @@ export interface App {
   sourceFollower?: SourceFollower
   /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
   sourcesStatus(): Promise<SourceStatus[]>
+  /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
+  subscriptions: { readonly open: number; readonly listeners: number; close(): void }
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -121,7 +125,11 @@ export function createApp({
     limiter: (rawKey) => limits.consume('verify', rawKey),
     usage,
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples })
+  // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
+  // process' one LISTEN connection to the subscribers they concern.
+  const live = createLiveHub(db.changes)
+  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
+  const yoga = createGatewayYoga({ config, clock, limits, examples, live })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -184,6 +192,8 @@ export function createApp({
       requestDeadline(config.requests.timeoutMs),
     )
   }
+  // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
+  app.use('/graphql', streams.middleware)
   observePool(db.pool)
   useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
@@ -254,12 +264,23 @@ export function createApp({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
-    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
+    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
+    subscriptions: {
+      get open() {
+        return streams.open
+      },
+      get listeners() {
+        return live.listeners
+      },
+      close: () => streams.close(),
+    },
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },
     close: async () => {
+      streams.close()
+      live.close()
       await sourceFollower?.stop()
       await webhookWorker?.stop()
       stopSqlObservation()

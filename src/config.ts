@@ -211,6 +211,10 @@ const env = z.object({
   WEBHOOK_WORKER: optionalBool,
   WEBHOOK_CONCURRENCY: int(4, 1, 256),
   WEBHOOK_POLL_MS: int(2000, 50, 600_000),
+  // Subscriptions (README "Live updates").
+  SUBSCRIPTIONS_MAX: int(10_000, 0, 1_000_000),
+  SUBSCRIPTIONS_PER_IP: int(20, 0, 1_000_000),
+  SUBSCRIPTION_HEARTBEAT_MS: int(15_000, 100, 600_000),
   // The chain source (README "Following vaults on chain").
   VAULT_SOURCES_FILE: z
     .string()
@@ -329,6 +333,8 @@ export interface Config {
     /** The longest the worker sleeps without a notification (it also wakes on every NOTIFY). */
     pollMs: number
   }
+  /** GraphQL subscriptions over SSE: open streams per instance and per client IP (0 = none), and the heartbeat comment's interval. */
+  subscriptions: { max: number; perIp: number; heartbeatMs: number }
   /** The sources file (decisions §12): the chains and vaults to follow; unset = no chain source. */
   sourcesFile: string | undefined
 }
@@ -416,6 +422,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       concurrency: e.WEBHOOK_CONCURRENCY,
       pollMs: e.WEBHOOK_POLL_MS,
     },
+    subscriptions: { max: e.SUBSCRIPTIONS_MAX, perIp: e.SUBSCRIPTIONS_PER_IP, heartbeatMs: e.SUBSCRIPTION_HEARTBEAT_MS },
     sourcesFile: e.VAULT_SOURCES_FILE,
   }
 }

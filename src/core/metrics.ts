@@ -203,3 +203,16 @@ export const sourceReorgs = new Counter({
   labelNames: ['chain'] as const,
   registers: [registry],
 })
+
+export const subscriptionsOpen = new Gauge({
+  name: 'vaultgate_subscriptions_open',
+  help: 'GraphQL subscription streams (SSE) open on this instance.',
+  registers: [registry],
+})
+
+export const subscriptionsRefused = new Counter({
+  name: 'vaultgate_subscriptions_refused_total',
+  help: 'Subscription streams refused, by reason (instance = SUBSCRIPTIONS_MAX, ip = SUBSCRIPTIONS_PER_IP, draining = shutting down).',
+  labelNames: ['reason'],
+  registers: [registry],
+})

@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
 import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import type { LiveHub } from '../live/hub.js'
 import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
@@ -19,6 +20,10 @@ export interface Context {
   viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
   readonly signal: AbortSignal
+  /** The instance's subscription fan-out (src/live/hub.ts); absent where nothing subscribes (the REST shim's tests). */
+  live?: LiveHub
+  /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
+  fresh(): void
 }
 
 /** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
@@ -40,6 +45,7 @@ export function createContext({
   clock = systemClock,
   authenticate = notConfigured,
   settings = { spikePct: DEFAULT_SPIKE_PCT },
+  live,
 }: RequestScope & {
   request: Request
   now?: Date
@@ -47,10 +53,16 @@ export function createContext({
   /** The configuration the loaders' rules read (defaults: the settings' defaults). */
   settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
+  live?: LiveHub
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
   return {
+    live,
+    fresh() {
+      loaders = undefined
+      this.now = clock()
+    },
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {

@@ -56,6 +56,11 @@ function costLimit(max: number): Plugin {
       const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
       if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
     },
+    // Subscriptions do not go through onExecute: each of their events costs what the document asks for.
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
+      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
+    },
   }
 }
 
