@@ -10,11 +10,11 @@ import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
-import { withCompression } from './http/compression.js'
+import { compressAnswer, withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
-import { firstHot, isAnswer, requestExchange, type HotHandler } from './http/hot/exchange.js'
+import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type HotHandler } from './http/hot/exchange.js'
 import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
@@ -236,12 +236,19 @@ export function createApp({
   // The hot routes (docs/adr/0004-hot-path.md): uncached reads, answered with the routes' own
   // functions but without Hono's middleware chain or Web Request/Response round trips.
   const hot = hotPath
-    ? firstHot(hotGraphql({ config, yoga, limits, cache: responseCache, classOf }), hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }))
+    ? compressedHot(
+        config.compressMinBytes,
+        firstHot(
+          hotGraphql({ config, yoga, limits, cache: responseCache, classOf }),
+          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }),
+        ),
+      )
     : undefined
   /** In process (tests, embedders): the hot routes from a Web Request, a request they give back to the routes with what they learnt. */
   const fetchHot = async (request: Request, env: unknown, work: NonNullable<ReturnType<HotHandler>>): Promise<Response> => {
     const out = await work
-    if (isAnswer(out)) return new Response(out.body, { status: out.status, headers: out.headers })
+    if (isAnswer(out))
+      return new Response(typeof out.body === 'object' && out.body !== null ? new Uint8Array(out.body) : out.body, { status: out.status, headers: out.headers })
     const copy =
       out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
     return routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted ?? {} } })
@@ -291,4 +298,11 @@ export function createApp({
       await usage.close()
     },
   }
+}
+
+/** The hot routes' answers meet the same compression rule as every other answer (src/http/compression.ts). */
+function compressedHot(minBytes: number, handler: HotHandler): HotHandler {
+  if (minBytes <= 0) return handler
+  return (x) =>
+    handler(x)?.then((out) => (isAnswer(out) ? compressAnswer(out, x.method, x.header('accept-encoding'), minBytes) : out) as Promise<Answer | HandBack>)
 }
