@@ -14,6 +14,8 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** Settings resolvers' rules read (SPIKE_PCT). */
+  settings: LoaderSettings
   /** The app's clock (tests inject one); `now` is its reading when the request began. */
   clock: Clock
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
@@ -70,6 +72,7 @@ export function createContext({
       return loaders
     },
     now: now ?? clock(),
+    settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
     // The deadline's signal is made on first use: most requests never ask for it.
