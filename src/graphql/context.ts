@@ -3,7 +3,8 @@ import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
-import { createLoaders, type Loaders } from './loaders.js'
+import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
 export interface Context {
@@ -12,6 +13,8 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** Settings resolvers' rules read (SPIKE_PCT). */
+  settings: LoaderSettings
   /** The app's clock (tests inject one); `now` is its reading when the request began. */
   clock: Clock
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
@@ -38,10 +41,13 @@ export function createContext({
   now,
   clock = systemClock,
   authenticate = notConfigured,
+  settings = { spikePct: DEFAULT_SPIKE_PCT },
 }: RequestScope & {
   request: Request
   now?: Date
   clock?: Clock
+  /** The configuration the loaders' rules read (defaults: the settings' defaults). */
+  settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
 }): Context {
   let loaders: Loaders | undefined
@@ -50,10 +56,11 @@ export function createContext({
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {
-      loaders ??= createLoaders()
+      loaders ??= createLoaders(settings)
       return loaders
     },
     now: now ?? clock(),
+    settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
     // The deadline's signal is made on first use: most requests never ask for it.
