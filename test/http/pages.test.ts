@@ -20,9 +20,9 @@ describe(`explorer and reference pages (${testBackend})`, () => {
     expect(res.headers.get('vary')).toBe('Accept')
     const html = await res.text()
     const assets = [...html.matchAll(/<(?:script|link)[^>]* (?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
-    expect(assets).toEqual(['data:,', '/explorer/explorer.css', '/explorer/chart.umd.min.js', '/explorer/explorer.js'])
+    expect(assets).toEqual(['data:,', '/explorer/explorer.css', '/explorer/chart.umd.min.js', '/explorer/explorer.js', '/explorer/live.js'])
     const types = await Promise.all(assets.slice(1).map(async (a) => (await t.request(a)).headers.get('content-type')))
-    expect(types).toEqual(['text/css; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8'])
+    expect(types).toEqual(['text/css; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8'])
   })
 
   it('answers / with the list of surfaces to other clients', async () => {

@@ -30,6 +30,8 @@ export function explorerRoutes() {
     return page(c)
   })
   app.get('/explorer/explorer.js', staticFile(path.join(explorerDir, 'explorer.js'), { maxAgeSeconds: 60 }))
+  // Live updates over subscriptions (public/explorer/live.js).
+  app.get('/explorer/live.js', staticFile(path.join(explorerDir, 'live.js'), { maxAgeSeconds: 60 }))
   app.get('/explorer/explorer.css', staticFile(path.join(explorerDir, 'explorer.css'), { maxAgeSeconds: 60 }))
   app.get('/explorer/chart.umd.min.js', staticFile(path.join(chartDist, 'chart.umd.min.js'), { maxAgeSeconds: 3600 }))
   return app
