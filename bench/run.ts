@@ -17,6 +17,10 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     mode: { type: 'string' },
+    /** Only the uncached phase (no second gateway with the response cache on). */
+    uncached: { type: 'boolean', default: false },
+    /** A second uncached gateway with these settings (e.g. "HOT_PATH=false"), measured in the same slices. */
+    compare: { type: 'string' },
   },
 })
 const quick = flags.quick!
@@ -32,6 +36,8 @@ const settings = {
   keepDb: quick || process.env.BENCH_KEEP_DB === '1',
   modes: (flags.mode ?? process.env.BENCH_MODES ?? 'postgres,embedded').split(','),
   only: flags.only,
+  uncached: flags.uncached!,
+  compare: flags.compare ? Object.fromEntries(flags.compare.split(/\s+/).map((kv) => kv.split('=') as [string, string])) : undefined,
 }
 const RESULTS = path.join(ROOT, 'bench/results')
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -196,6 +202,13 @@ async function runMode(
   // Phase 1: no response cache and no API-key cache: every request reaches the database.
   const gateway = await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
   const targets: Target[] = [gateway]
+  const label =
+    settings.compare &&
+    (`gateway ${Object.entries(settings.compare)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}` as const)
+  const other = settings.compare ? await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0', ...settings.compare }) : undefined
+  if (other) targets.push(other)
   try {
     log(`  gateway ready in ${gateway.readyMs.toFixed(0)} ms (pid ${gateway.pid})`)
     const list = (await build(gateway.url)).filter((s) => !settings.only || settings.only.split(',').some((o) => s.id.includes(o)))
@@ -211,13 +224,22 @@ async function runMode(
 
     for (const s of list) {
       log(`  ${s.title}`)
-      const [p, g, d] = await measureScenario(
-        [{ target: physical }, { target: gateway, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])],
+      const [p, g, d, o] = await measureScenario(
+        [
+          { target: physical },
+          { target: gateway, gateway: true },
+          ...(s.noDbBaseline ? [] : [{ target: db }]),
+          ...(other && !s.noDbBaseline ? [{ target: other, gateway: true }] : []),
+        ],
         s.requests,
       )
       rows.push(row(s, 'physical', p!))
       if (d) rows.push(row(s, 'database', d))
       rows.push(row(s, 'gateway', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
+      if (o && label) {
+        rows.push(row(s, label, o, { vsPhysical: o.rps / p!.rps, vsDatabase: d && o.rps / d.rps }))
+        log(`    ${label}: ${o.rps.toFixed(0)} req/s (p99 ${o.p99} ms, ${o.cpuUsPerRequest.toFixed(0)} µs CPU/req)`)
+      }
       log(
         `    physical ${p!.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g!.rps.toFixed(0)} (p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${g!.sqlPerRequest!.toFixed(2)} SQL/req)`,
       )
@@ -226,7 +248,7 @@ async function runMode(
     await gateway.stop()
 
     // Phase 2: the gateway as it ships, with the response cache on.
-    const cached = list.filter((s) => s.cacheable)
+    const cached = settings.uncached ? [] : list.filter((s) => s.cacheable)
     let readyCachedMs: number | undefined
     let peak2 = 0
     if (cached.length > 0) {

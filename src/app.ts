@@ -3,16 +3,19 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry } from './core/metrics.js'
+import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
+import { firstHot, isAnswer, requestExchange, type HotHandler } from './http/hot/exchange.js'
+import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
@@ -27,6 +30,7 @@ import { eventStreams } from './http/middleware/event-streams.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
+import { hotRest } from './rest/hot.js'
 import { createLiveHub } from './live/hub.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
@@ -44,6 +48,10 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
   fetch: (request: Request, env?: unknown) => Promise<Response>
+  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false. */
+  hot?: HotHandler
+  /** `fetch` without the hot routes: the node:http listener (src/http/hot/node.ts) answers those itself. */
+  fetchGeneral: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
   limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
@@ -82,6 +90,7 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
+  hotPath = config.hotPath,
   chainSources,
 }: {
   config: Config
@@ -92,6 +101,8 @@ export function createApp({
   chainSources?: SourcesConfig
   /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
+  /** Answer the hot routes without Hono (src/http/hot/); off to compare both paths in tests. Default: HOT_PATH. */
+  hotPath?: boolean
 }): App {
   useLogLevel(config.logLevel)
   // Rate-limit counters (in Redis when REDIS_URL is set).
@@ -184,6 +195,7 @@ export function createApp({
   // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
   app.use('/graphql', streams.middleware)
   observePool(db.pool)
+  useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
@@ -220,8 +232,29 @@ export function createApp({
   // Cache hits and key verifications are answered before Hono (docs/adr/0003-early-answers.md).
   const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
   const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
+  const fetchGeneral = (request: Request, env?: unknown) => early(request, env) ?? routes(request, env)
+  // The hot routes (docs/adr/0004-hot-path.md): uncached reads, answered with the routes' own
+  // functions but without Hono's middleware chain or Web Request/Response round trips.
+  const hot = hotPath
+    ? firstHot(hotGraphql({ config, yoga, limits, cache: responseCache, classOf }), hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }))
+    : undefined
+  /** In process (tests, embedders): the hot routes from a Web Request, a request they give back to the routes with what they learnt. */
+  const fetchHot = async (request: Request, env: unknown, work: NonNullable<ReturnType<HotHandler>>): Promise<Response> => {
+    const out = await work
+    if (isAnswer(out)) return new Response(out.body, { status: out.status, headers: out.headers })
+    const copy =
+      out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
+    return routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted ?? {} } })
+  }
   return {
-    fetch: (request, env) => early(request, env) ?? routes(request, env),
+    fetch: withCompression(config.compressMinBytes, (request, env) => {
+      const early_ = early(request, env)
+      if (early_) return early_
+      const work = hot?.(requestExchange(request, env))
+      return work ? fetchHot(request, env, work) : routes(request, env)
+    }),
+    hot,
+    fetchGeneral: withCompression(config.compressMinBytes, fetchGeneral),
     yoga,
     limits,
     verifier,

@@ -67,6 +67,29 @@ const bps = (n) => (n === null || n === undefined ? '—' : `${(n / 100).toFixed
 const day = (iso) => (iso ? iso.slice(0, 10) : '—')
 const minute = (iso) => iso.slice(0, 16).replace('T', ' ')
 
+/**
+ * Chart colours come from the page's CSS variables, so the charts follow prefers-color-scheme
+ * (explorer.css) and switch with it while the page is open.
+ */
+function applyTheme() {
+  const css = getComputedStyle(document.documentElement)
+  const v = (name) => css.getPropertyValue(name).trim()
+  const [ink, line] = [v('--muted'), v('--line')]
+  Chart.defaults.color = ink
+  Chart.defaults.borderColor = line
+  Chart.defaults.elements.arc.borderColor = v('--panel')
+  // A drawn chart has copied the scale defaults into its own options: set them there too.
+  for (const chart of Object.values(Chart.instances)) {
+    for (const scale of Object.values(chart.config.options.scales ?? {})) {
+      scale.ticks = { ...scale.ticks, color: ink }
+      scale.grid = { ...scale.grid, color: line }
+      scale.border = { ...scale.border, color: line }
+      scale.title = { ...scale.title, color: ink }
+    }
+    chart.update()
+  }
+}
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag)
   for (const [k, v] of Object.entries(attrs)) {
@@ -201,7 +224,10 @@ function renderComposition(v) {
       options: {
         maintainAspectRatio: false,
         animation: false,
-        plugins: { legend: { position: 'right' }, tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } } },
+        plugins: {
+          legend: { position: matchMedia('(max-width: 600px)').matches ? 'bottom' : 'right' },
+          tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } },
+        },
       },
     })
   }
@@ -351,6 +377,8 @@ function wire() {
 }
 
 readUrl()
+applyTheme()
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme)
 wire()
 run(async () => {
   const ids = await loadVaults()

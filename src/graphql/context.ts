@@ -3,8 +3,9 @@ import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
+import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
 import type { LiveHub } from '../live/hub.js'
-import { createLoaders, type Loaders } from './loaders.js'
+import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
 export interface Context {
@@ -43,11 +44,14 @@ export function createContext({
   now,
   clock = systemClock,
   authenticate = notConfigured,
+  settings = { spikePct: DEFAULT_SPIKE_PCT },
   live,
 }: RequestScope & {
   request: Request
   now?: Date
   clock?: Clock
+  /** The configuration the loaders' rules read (defaults: the settings' defaults). */
+  settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
   live?: LiveHub
 }): Context {
@@ -62,7 +66,7 @@ export function createContext({
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {
-      loaders ??= createLoaders()
+      loaders ??= createLoaders(settings)
       return loaders
     },
     now: now ?? clock(),

@@ -42,10 +42,22 @@ export function createGatewayYoga({
     schema,
     graphqlEndpoint: '/graphql',
     context: ({ request, requestId, deadline }) =>
-      guardKeyManagement(createContext({ request, requestId, deadline, now: clock(), clock, authenticate: (r) => resolveViewer(r, session), live }), {
-        limits,
-        config,
-      }),
+      guardKeyManagement(
+        createContext({
+          request,
+          requestId,
+          deadline,
+          now: clock(),
+          clock,
+          authenticate: (r) => resolveViewer(r, session),
+          settings: { spikePct: config.spikePct },
+          live,
+        }),
+        {
+          limits,
+          config,
+        },
+      ),
     maskedErrors: { maskError },
     graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.

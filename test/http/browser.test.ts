@@ -157,6 +157,47 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.close()
   })
 
+  it('fits a 390 px phone and follows the system dark mode, charts included', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/?vault=${fullVault.id}&wallet=${WALLET}`)
+    await page.waitForSelector('body[data-ready="true"]')
+    await page.waitForSelector('#transactions tr[data-tx]')
+    const look = () =>
+      page.evaluate(() => {
+        const chart = (window as any).Chart.getChart(document.getElementById('series-chart'))
+        return {
+          background: getComputedStyle(document.documentElement).backgroundColor,
+          ink: getComputedStyle(document.body).color,
+          // The colours the chart draws its tick labels and grid with (resolved options, not defaults).
+          ticks: chart.scales.x.options.ticks.color,
+          grid: chart.scales.y.options.grid.color,
+        }
+      })
+    const light = { background: 'rgb(245, 247, 250)', ink: 'rgb(27, 36, 48)', ticks: '#667085', grid: '#e4e7ec' }
+    const dark = { background: 'rgb(14, 19, 25)', ink: 'rgb(227, 232, 238)', ticks: '#98a2b3', grid: '#2a3441' }
+    expect(await look()).toEqual(light)
+
+    // Dark mode while the page is open: the page and the already drawn charts switch.
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await expect.poll(look).toEqual(dark)
+    expect(await paintedPixels(page, 'series-chart')).toBeGreaterThan(5000)
+    await page.screenshot({ path: path.join(outDir, 'explorer-dark.png'), fullPage: true })
+
+    // A 390 px phone: nothing is wider than the screen (wide tables scroll inside their panel).
+    await page.setViewportSize({ width: 390, height: 844 })
+    const pageWidth = () => page.evaluate(() => document.scrollingElement!.scrollWidth)
+    await expect.poll(pageWidth).toBeLessThanOrEqual(390)
+    expect(await page.evaluate(() => document.getElementById('series-chart')!.getBoundingClientRect().right)).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: path.join(outDir, 'explorer-phone-dark.png'), fullPage: true })
+    await page.emulateMedia({ colorScheme: 'light' })
+    await expect.poll(look).toEqual(light)
+    expect(await pageWidth()).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: path.join(outDir, 'explorer-phone.png'), fullPage: true })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
   it('renders the API reference from /openapi.json', async () => {
     const page = await context.newPage()
     page.on('pageerror', (e) => pageErrors.push(e.message))

@@ -1,6 +1,7 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
+import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
 import { encodeVaultCursor, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
 import { findVaultPage } from '../../vaults/store.js'
@@ -125,7 +126,7 @@ builder.queryField('vaults', (t) =>
       const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null }
       const page = vaultPageRequest(filter, args)
       const { rows, more } = await findVaultPage(filter, page)
-      const edges = rows.map((node) => ({ cursor: encodeVaultCursor(filter, node.id), node }))
+      const edges = lazyEdges(rows, (node) => encodeVaultCursor(filter, node.id))
       const forward = page.direction === 'forward'
       return {
         edges,
