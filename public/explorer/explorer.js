@@ -387,7 +387,7 @@ function wire() {
 }
 
 // For other modules (a live-update module can import these and re-render on a push).
-export { loadVaults, showHistory, showVault, showVaultAndHistory, state }
+export { loadVaults, run, showHistory, showVault, showVaultAndHistory, showWallet, state }
 
 readUrl()
 applyTheme()

@@ -133,6 +133,16 @@ describe(`subscriptions over SSE (${testBackend})`, () => {
     expect(await settled(0)).toEqual({ listeners: 0, open: 0 })
   })
 
+  it('delivers every transaction of an import too large for one NOTIFY (8000 bytes)', async () => {
+    const s = await sub(WALLET_ACTIVITY, { address: BOB })
+    // 600 ids of 24 characters: about 16 KB of announcement, sent as several notifications.
+    const ids = Array.from({ length: 600 }, (_, i) => `bulk-transaction-${String(i).padStart(7, '0')}`)
+    await adminImport({ vaults: [], transactions: ids.map((id) => liveTransaction(id, 'live-b', BOB)) })
+    const seen: string[] = []
+    while (seen.length < ids.length) seen.push((await s.next(2000)).data.data.walletActivity.id)
+    expect(seen.sort()).toEqual(ids)
+  })
+
   it('refuses a malformed address and an unknown vault with spec errors', async () => {
     const bad = await sub(WALLET_ACTIVITY, { address: '0x123' })
     expect(bad.status).toBe(400)
