@@ -232,14 +232,13 @@ export function createApp({
     if (isAnswer(out)) return new Response(out.body, { status: out.status, headers: out.headers })
     const copy =
       out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
-    return routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted ?? {} } })
+    // Counted already: straight to the routes; otherwise as any request (a cache hit is the early answers').
+    return out.counted ? routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted } }) : fetchGeneral(copy, env)
   }
   return {
     fetch: (request, env) => {
-      const early_ = early(request, env)
-      if (early_) return early_
       const work = hot?.(requestExchange(request, env))
-      return work ? fetchHot(request, env, work) : routes(request, env)
+      return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
     },
     hot,
     fetchGeneral,
