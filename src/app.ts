@@ -45,8 +45,9 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
   fetch: (request: Request, env?: unknown) => Promise<Response>
-  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false. */
+  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false; the server writes them from node:http unless HOT_PATH=fetch. */
   hot?: HotHandler
+  config: Config
   /** `fetch` without the hot routes: the node:http listener (src/http/hot/node.ts) answers those itself. */
   fetchGeneral: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
@@ -85,7 +86,7 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
-  hotPath = config.hotPath,
+  hotPath = config.hotPath !== 'off',
   chainSources,
 }: {
   config: Config
@@ -241,6 +242,7 @@ export function createApp({
       return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
     },
     hot,
+    config,
     fetchGeneral,
     yoga,
     limits,
