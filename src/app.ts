@@ -48,8 +48,9 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
   fetch: (request: Request, env?: unknown) => Promise<Response>
-  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false. */
+  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false; the server writes them from node:http unless HOT_PATH=fetch. */
   hot?: HotHandler
+  config: Config
   /** `fetch` without the hot routes: the node:http listener (src/http/hot/node.ts) answers those itself. */
   fetchGeneral: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
@@ -90,7 +91,7 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
-  hotPath = config.hotPath,
+  hotPath = config.hotPath !== 'off',
   chainSources,
 }: {
   config: Config
@@ -251,16 +252,16 @@ export function createApp({
       return new Response(typeof out.body === 'object' && out.body !== null ? new Uint8Array(out.body) : out.body, { status: out.status, headers: out.headers })
     const copy =
       out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
-    return routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted ?? {} } })
+    // Counted already: straight to the routes; otherwise as any request (a cache hit is the early answers').
+    return out.counted ? routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted } }) : fetchGeneral(copy, env)
   }
   return {
     fetch: withCompression(config.compressMinBytes, (request, env) => {
-      const early_ = early(request, env)
-      if (early_) return early_
       const work = hot?.(requestExchange(request, env))
-      return work ? fetchHot(request, env, work) : routes(request, env)
+      return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
     }),
     hot,
+    config,
     fetchGeneral: withCompression(config.compressMinBytes, fetchGeneral),
     yoga,
     limits,

@@ -110,13 +110,16 @@ export function hotGraphql({
   }
 
   return (x) => {
-    if (x.method !== 'POST' || x.target !== '/graphql' || cache.enabled) return undefined
+    if (x.method !== 'POST' || x.target !== '/graphql') return undefined
     if (!jsonContentType(x.header('content-type')) || STREAMING_OR_PAGE.test(x.header('accept') ?? '')) return undefined
+    // A chunked body or one announced over the limit: the general path's body limit. (Without either
+    // header a body comes from a Request given in process, checked once read; over HTTP it is empty.)
     const length = x.header('content-length')
-    if (length === undefined || x.header('transfer-encoding') !== undefined || !/^\d+$/.test(length) || Number(length) > maxBytes) return undefined
+    if (x.header('transfer-encoding') !== undefined || (length !== undefined && (!/^\d+$/.test(length) || Number(length) > maxBytes))) return undefined
     return (async () => {
       const started = performance.now()
       const text = await x.text()
+      if (length === undefined && Buffer.byteLength(text) > maxBytes) return { body: text }
       let params: unknown
       try {
         params = JSON.parse(text)
@@ -124,7 +127,10 @@ export function hotGraphql({
         return { body: text }
       }
       if (!plainParams(params)) return { body: text }
-      const keyManagement = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined).keyManagement
+      const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
+      // A public query while the response cache is on: the early answers and the cache's single flight serve it.
+      if (kind.public && cache.enabled) return { body: text }
+      const keyManagement = kind.keyManagement
       const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
       verdict.catch(() => {})
       let rateLimit: RateLimitState | null

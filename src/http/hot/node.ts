@@ -53,7 +53,8 @@ function requestOf(req: IncomingMessage, url: string, body: string | undefined):
 export function nodeListener(hot: HotHandler, fetch: Fetch): RequestListener {
   const general = getRequestListener(fetch as never)
   const handBack = async (req: IncomingMessage, res: ServerResponse, url: string, out: HandBack) => {
-    const env = { incoming: req, outgoing: res, handOn: { counted: out.counted ?? {} } satisfies HandOn }
+    // Counted already: the early answers leave it to the routes (they skip a request handed on).
+    const env = { incoming: req, outgoing: res, ...(out.counted ? { handOn: { counted: out.counted } satisfies HandOn } : {}) }
     await writeResponse(res, await fetch(requestOf(req, url, out.body), env))
   }
   return (req, res) => {
