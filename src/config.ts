@@ -177,6 +177,8 @@ const env = z.object({
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
+  // Freshness (decisions §10): data older than this is reported stale; 0 = never.
+  STALE_AFTER_MS: int(3_600_000, 0, 31_536_000_000),
   // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
@@ -281,6 +283,8 @@ export interface Config {
    * entry is still answered while one background request refreshes it (0 = never).
    */
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
+  /** /v1/status and GraphQL `meta` report `stale` when the newest data is older than this (0 = never; decisions §10). */
+  staleAfterMs: number
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
   /** How often verification counts and last-use times are written (src/keys/usage.ts); also the retention job's first run. */
@@ -375,6 +379,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     migrateOnStart: e.MIGRATE_ON_START ?? true,
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
+    staleAfterMs: e.STALE_AFTER_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     apiKeyUsageFlushMs: e.API_KEY_USAGE_FLUSH_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
