@@ -3,6 +3,7 @@ import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
+import type { DataTimes, Freshness } from '../freshness/status.js'
 import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
 import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
@@ -21,6 +22,13 @@ export interface Context {
   viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
   readonly signal: AbortSignal
+  /**
+   * The freshness times this request answers with (decisions §10): those the HTTP layer took for
+   * its Data-As-Of header when it did, else read once (the same for every field of the request).
+   */
+  dataTimes(): Promise<DataTimes>
+  /** The app's freshness service (GraphQL `meta`); absent in a context built without one. */
+  freshness?: Freshness
 }
 
 /** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
@@ -29,7 +37,11 @@ export interface RequestScope {
   deadline?: Deadline
   /** Set by the REST shim: its answers keep the errors' HTTP statuses (src/graphql/response-rules.ts). */
   rest?: boolean
+  /** The freshness times the answer's Data-As-Of header carries (src/http/headers.ts), so body and header agree. */
+  dataTimes?: DataTimes
 }
+
+const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
 
@@ -42,6 +54,8 @@ export function createContext({
   clock = systemClock,
   authenticate = notConfigured,
   settings = { spikePct: DEFAULT_SPIKE_PCT },
+  dataTimes,
+  freshness,
 }: RequestScope & {
   request: Request
   now?: Date
@@ -49,9 +63,11 @@ export function createContext({
   /** The configuration the loaders' rules read (defaults: the settings' defaults). */
   settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
+  freshness?: Freshness
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
+  let times: Promise<DataTimes> | undefined
   return {
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
@@ -63,6 +79,8 @@ export function createContext({
     settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
+    dataTimes: () => (times ??= Promise.resolve(dataTimes ?? freshness?.current() ?? NO_TIMES)),
+    freshness,
     // The deadline's signal is made on first use: most requests never ask for it.
     get signal() {
       return deadline?.signal ?? request.signal

@@ -5,6 +5,7 @@ import { resolveViewer } from '../auth/viewer.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../core/clock.js'
 import type { RateLimits } from '../core/rate-limit.js'
+import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
 import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
@@ -25,8 +26,11 @@ export function createGatewayYoga({
   clock,
   limits,
   examples,
+  freshness,
 }: {
   config: Config
+  /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
+  freshness?: Freshness
   clock: Clock
   limits: RateLimits
   /** Ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start). */
@@ -36,7 +40,7 @@ export function createGatewayYoga({
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline }) =>
+    context: ({ request, requestId, deadline, dataTimes }) =>
       guardKeyManagement(
         createContext({
           request,
@@ -46,6 +50,8 @@ export function createGatewayYoga({
           clock,
           authenticate: (r) => resolveViewer(r, session),
           settings: { spikePct: config.spikePct },
+          dataTimes,
+          freshness,
         }),
         {
           limits,

@@ -194,6 +194,32 @@ const LIVE_VALUES_UPDATE_CAPTURING = `WITH moved AS (${liveValuesUpdate('RETURNI
   INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status) SELECT 'vault_values', id, NULL FROM moved
   ON CONFLICT (kind, id) DO NOTHING`
 
+// The freshness contract's bookkeeping (decisions §10, src/freshness/): the import's time, and the
+// newest data time the database holds. Concurrent imports may commit out of order: neither moves back.
+const DATA_STATE_UPDATE = `INSERT INTO data_state (id, data_as_of, last_import_at) VALUES (1, $1::timestamptz, $2::timestamptz)
+  ON CONFLICT (id) DO UPDATE SET data_as_of = GREATEST(data_state.data_as_of, EXCLUDED.data_as_of),
+    last_import_at = GREATEST(data_state.last_import_at, EXCLUDED.last_import_at)`
+
+/**
+ * The newest snapshot or transaction time (submitted or completed) of a document, with `recordedAt`
+ * (the snapshot vault records added, if any), never later than `importedAt`: a row dated in the
+ * future is not data from the future. Null when the document holds no time at all.
+ */
+export function newestTimeOf(data: ImportDocument, recordedAt: string | null, importedAt: string): string | null {
+  let newest = recordedAt === null ? Number.NEGATIVE_INFINITY : Date.parse(recordedAt)
+  const see = (t: string | null | undefined) => {
+    if (t) newest = Math.max(newest, Date.parse(t))
+  }
+  for (const s of data.vault_snapshots) see(s.as_of)
+  for (const c of data.compositions) see(c.as_of)
+  for (const t of data.transactions) {
+    see(t.timestamp)
+    see(t.completed_at)
+  }
+  if (newest === Number.NEGATIVE_INFINITY) return null
+  return new Date(Math.min(newest, Date.parse(importedAt))).toISOString()
+}
+
 /** Above this many rows, refresh planner statistics: PGlite has no autovacuum to do it. */
 const ANALYZE_THRESHOLD = 1000
 
@@ -258,7 +284,7 @@ export async function writeImport(
     counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, JSON.stringify(chunk))
     onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: data.vault_snapshots.length })
   }
-  if (data.vaults.length > 0) await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt)
+  const recorded = data.vaults.length > 0 ? await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt) : 0
   await syncLiveValues(tx, [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id)], capture?.vaults ?? false)
   for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
     const json = JSON.stringify(chunk)
@@ -280,6 +306,8 @@ export async function writeImport(
   if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
     await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
   if (capture) await emitCapturedChanges(tx, capture)
+  // Last, so the one row is locked only until the commit that follows (concurrent imports queue here, briefly).
+  await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(data, recorded > 0 ? importedAt : null, importedAt), importedAt)
   // Every gateway process drops the answers it derived from the old data (response caches).
   await announceDataChange(tx)
   return counts

@@ -4,8 +4,10 @@ import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
+import type { Freshness } from '../freshness/status.js'
 import type { AppEnv } from '../http/env.js'
 import { etagOf, notModified } from '../http/etag.js'
+import { isKeyPath } from '../http/headers.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 import type { Params, ParsedParams } from './params.js'
 import { pathParamNames, resultError, type RestRoute, type RouteInput } from './route.js'
@@ -49,30 +51,48 @@ async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<Rou
 
 /** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
 function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
+  if (r.dataAsOf !== undefined) c.set('dataAsOf', r.dataAsOf)
   c.header('Content-Type', r.contentType)
   c.header('ETag', r.etag!)
   c.header('Cache-Control', r.cacheControl!)
   return notModified(c.req.header('if-none-match'), r.etag!) ? c.body(null, 304) : c.body(r.body, 200)
 }
 
-/** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
-export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
+/**
+ * `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts).
+ * `freshness`: the times a read's Data-As-Of header and its body's `as_of` values are taken from.
+ */
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache, freshness?: Freshness) {
   for (const route of routes) {
     const declared = Object.keys(route.params).sort().join(',')
     if (pathParamNames(route.path).sort().join(',') !== declared)
       throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
     const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
+    // Reads carry Data-As-Of (decisions §10); key management is not vault data.
+    const reads = route.method === 'GET' && !isKeyPath(`/v1${route.path}`) ? freshness : undefined
 
     /** Runs the route's document; throws the AppError REST answers with. `request`/`scope`: what Yoga's context is made from. */
     const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> => {
       const input = await routeInput(c, route)
       const variables = route.variables(input)
-      const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request }, scope)) as ExecutionResult
+      // Taken before the document runs: the data it reads is at least this new.
+      const dataTimes = reads && (await reads.current())
+      const result = (await yoga.getResultForParams(
+        { params: { query: route.document, variables }, request },
+        dataTimes ? { ...scope, dataTimes } : scope,
+      )) as ExecutionResult
       const error = resultError(result)
       if (error) throw error
       const body = JSON.stringify(route.shape(result.data, input))
-      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: c.req.routePath }
+      return {
+        body,
+        contentType: 'application/json; charset=utf-8',
+        etag: cacheControl && etagOf(body),
+        cacheControl,
+        route: c.req.routePath,
+        dataAsOf: dataTimes ? (dataTimes.dataAsOf?.toISOString() ?? null) : undefined,
+      }
     }
     const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
 
@@ -104,6 +124,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
         if (answer) return publicAnswer(c, answer)
       }
       const answer = await own(c)
+      if (answer.dataAsOf !== undefined) c.set('dataAsOf', answer.dataAsOf)
       if (!answer.cacheControl) {
         c.header('Content-Type', answer.contentType)
         c.header('Cache-Control', 'no-store')

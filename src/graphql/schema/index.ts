@@ -7,5 +7,6 @@ import './user.js'
 import './transaction.js'
 import './position.js'
 import './api-key.js'
+import './meta.js'
 
 export const schema = builder.toSchema({ sortSchema: false })
