@@ -1,8 +1,9 @@
 // vaultgate explorer: a small page over the GraphQL API and a few REST reads (no build step, no
-// framework; ES modules: lib.js helpers, performance.js the history panel).
+// framework; ES modules: lib.js helpers, performance.js the history panel, freshness.js the header).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
 // State lives in the URL (?vault=…&wallet=…&history=…&group_by=…&timeframe=…) so views can be shared.
 
+import { fetchStatus, renderFreshness } from './freshness.js'
 import { $, amount, applyTheme, bucketLabel, color, compact, day, definitionList, drawChart, el, graphql, isPhone, minute, pct } from './lib.js'
 import { fetchPerformance, fetchPerformanceSeries, renderPerformance, renderPerformanceSeries, TIMEFRAMES } from './performance.js'
 
@@ -387,21 +388,33 @@ function wire() {
 }
 
 // For other modules (a live-update module can import these and re-render on a push).
-export { loadVaults, showHistory, showVault, showVaultAndHistory, state }
+export { loadVaults, showFreshness, showHistory, showVault, showVaultAndHistory, state }
+
+/** The header's freshness line; the page works without it (an older gateway has no /v1/status). */
+async function showFreshness() {
+  try {
+    renderFreshness(await fetchStatus())
+  } catch {
+    $('freshness').hidden = true
+  }
+}
 
 readUrl()
 applyTheme()
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme)
 wire()
 run(async () => {
+  const freshness = showFreshness()
   const ids = await loadVaults()
   state.vault ??= ids[0] ?? null
   if (!state.vault) {
     $('vault-name').textContent = 'No vaults yet'
+    await freshness
     return
   }
   await showVaultAndHistory()
   await showWallet()
+  await freshness
 }).finally(() => {
   document.body.dataset.ready = 'true'
 })
