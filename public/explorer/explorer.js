@@ -268,10 +268,10 @@ async function showHistory({ vault = null, summary = true } = {}) {
   document.body.dataset.history = `${state.vault} ${series.timeframe}`
 }
 
-/** A vault's whole view: metadata, composition and history load in parallel. */
+/** A vault's whole view: metadata, composition and history load in parallel, and the header's freshness with them. */
 async function showVaultAndHistory() {
   const vault = showVault()
-  await Promise.all([vault, showHistory({ vault })])
+  await Promise.all([vault, showHistory({ vault }), showFreshness()])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,7 +388,7 @@ function wire() {
 }
 
 // For other modules (a live-update module can import these and re-render on a push).
-export { loadVaults, showFreshness, showHistory, showVault, showVaultAndHistory, state }
+export { loadVaults, run, showFreshness, showHistory, showVault, showVaultAndHistory, showWallet, state }
 
 /** The header's freshness line; the page works without it (an older gateway has no /v1/status). */
 async function showFreshness() {
@@ -404,17 +404,15 @@ applyTheme()
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme)
 wire()
 run(async () => {
-  const freshness = showFreshness()
   const ids = await loadVaults()
   state.vault ??= ids[0] ?? null
   if (!state.vault) {
     $('vault-name').textContent = 'No vaults yet'
-    await freshness
+    await showFreshness()
     return
   }
   await showVaultAndHistory()
   await showWallet()
-  await freshness
 }).finally(() => {
   document.body.dataset.ready = 'true'
 })

@@ -7,6 +7,7 @@ import './user.js'
 import './transaction.js'
 import './position.js'
 import './api-key.js'
+import './subscription.js'
 import './meta.js'
 
 export const schema = builder.toSchema({ sortSchema: false })

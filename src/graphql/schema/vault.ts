@@ -1,6 +1,7 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
+import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
 import { checkSearch, encodeVaultCursor, SEARCH_MAX_LENGTH, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
 import { findVaultPage } from '../../vaults/store.js'
@@ -165,7 +166,7 @@ builder.queryField('vaults', (t) =>
       const { rows, more, positions, performance } = await findVaultPage(filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
       // The performance an APY order read already answers the nodes' performance fields.
       for (const [vaultId, p] of performance ?? []) ctx.loaders.performance.prime({ vaultId, now: ctx.now }, p)
-      const edges = rows.map((node) => ({ cursor: encodeVaultCursor(filter, order, positions.get(node.id)!), node }))
+      const edges = lazyEdges(rows, (node) => encodeVaultCursor(filter, order, positions.get(node.id)!))
       const forward = page.direction === 'forward'
       return {
         edges,
