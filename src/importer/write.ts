@@ -253,7 +253,19 @@ export async function importDocument(
   db: Db = prisma,
   { onProgress = () => {}, clock = systemClock }: { onProgress?: (p: ImportProgress) => void; clock?: Clock } = {},
 ): Promise<ImportCounts> {
-  const data = validateImportDocument(doc)
+  return writeDocument(validateImportDocument(doc), db, { onProgress, clock })
+}
+
+/**
+ * importDocument for a document already valid and canonical (what validateImportDocument returns):
+ * the demo seed's generated dataset, which test/demo/demo.test.ts checks is, and whose 140,000
+ * snapshots would otherwise cost the first start seconds of validation.
+ */
+export async function writeDocument(
+  data: ImportDocument,
+  db: Db = prisma,
+  { onProgress = () => {}, clock = systemClock }: { onProgress?: (p: ImportProgress) => void; clock?: Clock } = {},
+): Promise<ImportCounts> {
   const importedAt = clock().toISOString()
   // PGlite has a single connection: everything in writeImport goes through `tx`, never `db`.
   return db.$transaction((tx) => writeImport(tx, data, { onProgress, importedAt }), { maxWait: 60_000, timeout: 600_000 })
