@@ -3,7 +3,7 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observeDataAge, observePool, registry } from './core/metrics.js'
+import { cacheLookups, observeDataAge, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import { createFreshness, type Freshness } from './freshness/status.js'
@@ -11,9 +11,12 @@ import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { compressAnswer, withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
+import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type HotHandler } from './http/hot/exchange.js'
+import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
@@ -24,9 +27,12 @@ import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
+import { eventStreams } from './http/middleware/event-streams.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
+import { hotRest } from './rest/hot.js'
+import { createLiveHub } from './live/hub.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
 import type { SourcesConfig } from './sources/config.js'
@@ -43,6 +49,11 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
   fetch: (request: Request, env?: unknown) => Promise<Response>
+  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false; the server writes them from node:http unless HOT_PATH=fetch. */
+  hot?: HotHandler
+  config: Config
+  /** `fetch` without the hot routes: the node:http listener (src/http/hot/node.ts) answers those itself. */
+  fetchGeneral: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
   limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
@@ -61,6 +72,8 @@ export interface App {
   sourceFollower?: SourceFollower
   /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
   sourcesStatus(): Promise<SourceStatus[]>
+  /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
+  subscriptions: { readonly open: number; readonly listeners: number; close(): void }
   /** How old the data is (decisions §10): /v1/status, GraphQL `meta`, Data-As-Of and vaultgate_data_age_seconds. */
   freshness: Freshness
   /** Every route the app serves (method and Hono path), for the documentation checks. */
@@ -81,6 +94,7 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
+  hotPath = config.hotPath !== 'off',
   chainSources,
 }: {
   config: Config
@@ -91,6 +105,8 @@ export function createApp({
   chainSources?: SourcesConfig
   /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
+  /** Answer the hot routes without Hono (src/http/hot/); off to compare both paths in tests. Default: HOT_PATH. */
+  hotPath?: boolean
 }): App {
   useLogLevel(config.logLevel)
   // Rate-limit counters (in Redis when REDIS_URL is set).
@@ -113,6 +129,10 @@ export function createApp({
     limiter: (rawKey) => limits.consume('verify', rawKey),
     usage,
   })
+  // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
+  // process' one LISTEN connection to the subscribers they concern.
+  const live = createLiveHub(db.changes)
+  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
   // Freshness (decisions §10): read once, then after each import (its NOTIFY, or this process' hook).
   const freshness = createFreshness({
     db: db.prisma,
@@ -124,7 +144,7 @@ export function createApp({
     const { dataAsOf } = await freshness.current()
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples, freshness })
+  const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -192,7 +212,10 @@ export function createApp({
       requestDeadline(config.requests.timeoutMs),
     )
   }
+  // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
+  app.use('/graphql', streams.middleware)
   observePool(db.pool)
+  useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
@@ -233,8 +256,36 @@ export function createApp({
   // Cache hits and key verifications are answered before Hono (docs/adr/0003-early-answers.md).
   const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
   const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
+  const fetchGeneral = (request: Request, env?: unknown) => early(request, env) ?? routes(request, env)
+  // The hot routes (docs/adr/0004-hot-path.md): uncached reads, answered with the routes' own
+  // functions but without Hono's middleware chain or Web Request/Response round trips.
+  const hot = hotPath
+    ? compressedHot(
+        config.compressMinBytes,
+        firstHot(
+          hotGraphql({ config, yoga, limits, cache: responseCache, classOf, freshness }),
+          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes, freshness }),
+        ),
+      )
+    : undefined
+  /** In process (tests, embedders): the hot routes from a Web Request, a request they give back to the routes with what they learnt. */
+  const fetchHot = async (request: Request, env: unknown, work: NonNullable<ReturnType<HotHandler>>): Promise<Response> => {
+    const out = await work
+    if (isAnswer(out))
+      return new Response(typeof out.body === 'object' && out.body !== null ? new Uint8Array(out.body) : out.body, { status: out.status, headers: out.headers })
+    const copy =
+      out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
+    // Counted already: straight to the routes; otherwise as any request (a cache hit is the early answers').
+    return out.counted ? routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted } }) : fetchGeneral(copy, env)
+  }
   return {
-    fetch: (request, env) => early(request, env) ?? routes(request, env),
+    fetch: withCompression(config.compressMinBytes, (request, env) => {
+      const work = hot?.(requestExchange(request, env))
+      return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
+    }),
+    hot,
+    config,
+    fetchGeneral: withCompression(config.compressMinBytes, fetchGeneral),
     yoga,
     limits,
     verifier,
@@ -245,12 +296,23 @@ export function createApp({
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
     freshness,
-    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
+    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
+    subscriptions: {
+      get open() {
+        return streams.open
+      },
+      get listeners() {
+        return live.listeners
+      },
+      close: () => streams.close(),
+    },
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },
     close: async () => {
+      streams.close()
+      live.close()
       await sourceFollower?.stop()
       await webhookWorker?.stop()
       stopSqlObservation()
@@ -262,4 +324,11 @@ export function createApp({
       await usage.close()
     },
   }
+}
+
+/** The hot routes' answers meet the same compression rule as every other answer (src/http/compression.ts). */
+function compressedHot(minBytes: number, handler: HotHandler): HotHandler {
+  if (minBytes <= 0) return handler
+  return (x) =>
+    handler(x)?.then((out) => (isAnswer(out) ? compressAnswer(out, x.method, x.header('accept-encoding'), minBytes) : out) as Promise<Answer | HandBack>)
 }

@@ -13,6 +13,8 @@ import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
+import { useEventStreamHeartbeat } from './sse.js'
+import type { LiveHub } from '../live/hub.js'
 
 export type Yoga = YogaServerInstance<RequestScope, Context>
 
@@ -26,6 +28,7 @@ export function createGatewayYoga({
   clock,
   limits,
   examples,
+  live,
   freshness,
 }: {
   config: Config
@@ -33,6 +36,8 @@ export function createGatewayYoga({
   freshness?: Freshness
   clock: Clock
   limits: RateLimits
+  /** The subscriptions' fan-out (src/live/hub.ts); without it a subscription is refused. */
+  live?: LiveHub
   /** Ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start). */
   examples?: ExampleIds | Promise<ExampleIds | undefined>
 }): Yoga {
@@ -42,7 +47,18 @@ export function createGatewayYoga({
     graphqlEndpoint: '/graphql',
     context: ({ request, requestId, deadline, dataTimes }) =>
       guardKeyManagement(
-        createContext({ request, requestId, deadline, now: clock(), clock, authenticate: (r) => resolveViewer(r, session), dataTimes, freshness }),
+        createContext({
+          request,
+          requestId,
+          deadline,
+          now: clock(),
+          clock,
+          authenticate: (r) => resolveViewer(r, session),
+          settings: { spikePct: config.spikePct },
+          live,
+          dataTimes,
+          freshness,
+        }),
         {
           limits,
           config,
@@ -62,6 +78,8 @@ export function createGatewayYoga({
       useOperationMetrics(),
       ...protectionPlugins(config),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
+      // Subscriptions over SSE (README "Live updates"), with the configured heartbeat.
+      useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
     ],
   })
 }

@@ -123,6 +123,8 @@ export function earlyAnswers(
   }
 
   return (request, env) => {
+    // Handed on already, with what was counted (the hot path's give-back, src/http/hot/): the routes' own.
+    if ((env as { handOn?: HandOn } | undefined)?.handOn) return undefined
     const method = request.method
     if (method === 'GET') {
       if (!cache.enabled) return undefined

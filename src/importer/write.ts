@@ -320,8 +320,12 @@ export async function writeImport(
   if (capture) await emitCapturedChanges(tx, capture)
   // Last, so the one row is locked only until the commit that follows (concurrent imports queue here, briefly).
   await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(data, recorded > 0 ? importedAt : null, importedAt), importedAt)
-  // Every gateway process drops the answers it derived from the old data (response caches).
-  await announceDataChange(tx)
+  // Every gateway process drops the answers it derived from the old data (response caches) and
+  // tells its subscribers (src/live/hub.ts) which vaults and wallets the import wrote.
+  await announceDataChange(tx, {
+    vaults: [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id), ...data.compositions.map((c) => c.vault_id)],
+    transactions: data.transactions.map((t) => ({ id: t.id, address: t.address })),
+  })
   return counts
 }
 

@@ -124,7 +124,11 @@ const SECURITY_SCHEMES: Record<SecurityScheme, Record<string, unknown>> = {
 }
 
 const TAGS = [
-  { name: 'Vaults', description: 'Vault metadata, current composition and composition series. Public and cacheable.' },
+  {
+    name: 'Vaults',
+    description:
+      'Vault metadata, current composition and composition series, performance (share price, TVL, realized APY) and its series. Public and cacheable.',
+  },
   { name: 'Status', description: 'How old the data is: the freshness contract.' },
   { name: 'Wallets', description: "A wallet's transactions, pending redeems and position summaries." },
   { name: 'API keys', description: 'Create, inspect and revoke the API key of the order-exchange interface, with a wallet-session token.' },

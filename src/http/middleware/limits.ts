@@ -58,20 +58,23 @@ export function answerWithin(ms: number, message: string): MiddlewareHandler<App
  * Yoga answers a request whose Accept header allows no format it serves (say, a browser asking
  * /graphql for HTML while GraphiQL is off) with an empty 406: give it a body saying what to accept.
  */
+/** What a 406 without a body of Yoga's becomes (also the hot path's, src/http/hot/graphql.ts). */
+export const NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [
+      {
+        message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+        extensions: { code: 'bad_request' },
+      },
+    ],
+  }),
+  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+}
+
 export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next()
   if (c.res.status === 406 && !c.res.headers.get('content-type')) {
-    c.res = new Response(
-      JSON.stringify({
-        errors: [
-          {
-            message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
-            extensions: { code: 'bad_request' },
-          },
-        ],
-      }),
-      { status: 406, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' } },
-    )
+    c.res = new Response(NOT_ACCEPTABLE.body, { status: 406, headers: NOT_ACCEPTABLE.headers })
   }
 }
 
