@@ -33,6 +33,8 @@ export interface OperationClass {
   public: boolean
   /** A root field of key management is selected. */
   keyManagement: boolean
+  /** A subscription: its answer is an event stream, whatever the Accept header (README "Live updates"). */
+  subscription?: boolean
 }
 
 /** The class of an operation, memoised per document text (one parse and walk per distinct query). */
@@ -67,6 +69,7 @@ function classify(schema: GraphQLSchema, query: string, operationName: string | 
   return {
     public: operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set()),
     keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => KEY_MANAGEMENT_FIELDS.has(f)),
+    subscription: operation.operation === 'subscription',
   }
 }
 

@@ -124,7 +124,11 @@ export function hotGraphql({
         return { body: text }
       }
       if (!plainParams(params)) return { body: text }
-      const keyManagement = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined).keyManagement
+      const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
+      // A subscription is answered as an event stream (counted, limited and ended on shutdown by
+      // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
+      if (kind.subscription) return { body: text }
+      const keyManagement = kind.keyManagement
       const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
       verdict.catch(() => {})
       let rateLimit: RateLimitState | null
