@@ -231,6 +231,19 @@ describe(`subscriptions over SSE (${testBackend})`, () => {
     expect(await settled(3)).toEqual({ listeners: 3, open: 3 })
   })
 
+  it('refuses a subscription whose Accept excludes event streams with 406, leaving nothing registered', async () => {
+    const res = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
+      body: JSON.stringify({ query: VAULT_UPDATED, variables: { id: 'live-a' } }),
+    })
+    expect([res.status, await res.json()]).toEqual([
+      406,
+      { errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }] },
+    ])
+    expect(await settled(0)).toEqual({ listeners: 0, open: 0 })
+  })
+
   it('ends every stream with `complete` on shutdown and refuses new ones', async () => {
     const a = await sub(VAULT_UPDATED, { id: 'live-a' })
     const b = await sub(WALLET_ACTIVITY, { address: BOB })
