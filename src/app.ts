@@ -3,17 +3,18 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry } from './core/metrics.js'
+import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
+import { compressAnswer, withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
-import { firstHot, isAnswer, requestExchange, type HotHandler } from './http/hot/exchange.js'
+import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type HotHandler } from './http/hot/exchange.js'
 import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
@@ -25,10 +26,12 @@ import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
+import { eventStreams } from './http/middleware/event-streams.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
 import { hotRest } from './rest/hot.js'
+import { createLiveHub } from './live/hub.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
 import type { SourcesConfig } from './sources/config.js'
@@ -68,6 +71,8 @@ export interface App {
   sourceFollower?: SourceFollower
   /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
   sourcesStatus(): Promise<SourceStatus[]>
+  /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
+  subscriptions: { readonly open: number; readonly listeners: number; close(): void }
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -121,7 +126,11 @@ export function createApp({
     limiter: (rawKey) => limits.consume('verify', rawKey),
     usage,
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples })
+  // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
+  // process' one LISTEN connection to the subscribers they concern.
+  const live = createLiveHub(db.changes)
+  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
+  const yoga = createGatewayYoga({ config, clock, limits, examples, live })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -184,7 +193,10 @@ export function createApp({
       requestDeadline(config.requests.timeoutMs),
     )
   }
+  // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
+  app.use('/graphql', streams.middleware)
   observePool(db.pool)
+  useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
@@ -225,25 +237,32 @@ export function createApp({
   // The hot routes (docs/adr/0004-hot-path.md): uncached reads, answered with the routes' own
   // functions but without Hono's middleware chain or Web Request/Response round trips.
   const hot = hotPath
-    ? firstHot(hotGraphql({ config, yoga, limits, cache: responseCache, classOf }), hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }))
+    ? compressedHot(
+        config.compressMinBytes,
+        firstHot(
+          hotGraphql({ config, yoga, limits, cache: responseCache, classOf }),
+          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }),
+        ),
+      )
     : undefined
   /** In process (tests, embedders): the hot routes from a Web Request, a request they give back to the routes with what they learnt. */
   const fetchHot = async (request: Request, env: unknown, work: NonNullable<ReturnType<HotHandler>>): Promise<Response> => {
     const out = await work
-    if (isAnswer(out)) return new Response(out.body, { status: out.status, headers: out.headers })
+    if (isAnswer(out))
+      return new Response(typeof out.body === 'object' && out.body !== null ? new Uint8Array(out.body) : out.body, { status: out.status, headers: out.headers })
     const copy =
       out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
     // Counted already: straight to the routes; otherwise as any request (a cache hit is the early answers').
     return out.counted ? routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted } }) : fetchGeneral(copy, env)
   }
   return {
-    fetch: (request, env) => {
+    fetch: withCompression(config.compressMinBytes, (request, env) => {
       const work = hot?.(requestExchange(request, env))
       return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
-    },
+    }),
     hot,
     config,
-    fetchGeneral,
+    fetchGeneral: withCompression(config.compressMinBytes, fetchGeneral),
     yoga,
     limits,
     verifier,
@@ -253,12 +272,23 @@ export function createApp({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
-    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
+    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
+    subscriptions: {
+      get open() {
+        return streams.open
+      },
+      get listeners() {
+        return live.listeners
+      },
+      close: () => streams.close(),
+    },
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },
     close: async () => {
+      streams.close()
+      live.close()
       await sourceFollower?.stop()
       await webhookWorker?.stop()
       stopSqlObservation()
@@ -269,4 +299,11 @@ export function createApp({
       await usage.close()
     },
   }
+}
+
+/** The hot routes' answers meet the same compression rule as every other answer (src/http/compression.ts). */
+function compressedHot(minBytes: number, handler: HotHandler): HotHandler {
+  if (minBytes <= 0) return handler
+  return (x) =>
+    handler(x)?.then((out) => (isAnswer(out) ? compressAnswer(out, x.method, x.header('accept-encoding'), minBytes) : out) as Promise<Answer | HandBack>)
 }

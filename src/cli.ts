@@ -12,6 +12,7 @@ import { DataDirBusyError, readLock } from './db/embedded-lock.js'
 import { createLogger, setLogger } from './core/log.js'
 import { readLocalMigrations } from './db/migrate.js'
 import { packageRoot } from './core/paths.js'
+import { commaList } from './core/formats.js'
 import { createProgress } from './core/progress.js'
 import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { normalizeAddress } from './wallets/address.js'
@@ -20,7 +21,6 @@ import { BootError, prepareDatabase, startGateway, unreachableDatabase } from '.
 import { prisma } from './db/client.js'
 import {
   adminApiOps,
-  commaList,
   DELIVERY_STATUSES,
   parseEventTypes,
   runWebhooksCommand,
@@ -36,6 +36,11 @@ import {
 // suggestion). Never a stack trace unless DEBUG is set.
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
+/**
+ * A running gateway's sentences for people (its banner, the signal it got): on stderr, so its
+ * stdout holds nothing but the JSON log lines a collector parses.
+ */
+const say = (line: string) => process.stderr.write(`${line}\n`)
 
 /** In embedded mode, the URL of a gateway that holds the data directory right now. */
 async function runningGateway(config: Config): Promise<string | undefined> {
@@ -153,16 +158,16 @@ async function startCommand(options: { port?: string; host?: string }): Promise<
   const config = await configure({ PORT: options.port, HOST: options.host })
   const progress = createProgress()
   const gateway = await startGateway(config, { progress }).finally(() => progress.end())
-  out(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
-  out(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
+  say(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+  say(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
   const h = await gateway.hints?.catch(() => undefined)
   if (h) {
-    out(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
-    for (const w of h.wallets) out(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
+    say(`Demo data: try vault ids ${h.vaultIds.slice(0, 4).join(', ')}`)
+    for (const w of h.wallets) say(`  wallet ${w.address} (vault ${w.vaultId}: ${w.note})`)
     const [v] = h.vaultIds
-    if (v) out(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
+    if (v) say(`  curl ${gateway.url}/graphql -H 'content-type: application/json' -d '{"query":"{ vault(id: \\"${v}\\") { id name tvl sharePrice } }"}'`)
   }
-  out('')
+  say('')
   let stopping = false
   // SIGTERM comes from an orchestrator (docker stop, Kubernetes): keep serving for
   // SHUTDOWN_DELAY_MS with /readyz at 503 while load balancers take this instance out. SIGINT is
@@ -171,7 +176,7 @@ async function startCommand(options: { port?: string; host?: string }): Promise<
     if (stopping) process.exit(1)
     stopping = true
     const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0
-    out(
+    say(
       delayMs > 0
         ? `vaultgate: ${signal} received; /readyz answers 503, serving ${delayMs} ms more, then finishing in-flight requests…`
         : `vaultgate: ${signal} received, finishing in-flight requests…`,
@@ -350,6 +355,17 @@ const port = (value: string) => {
   return value
 }
 
+/**
+ * A command group (`allowlist`, `webhooks`, `sources`) called without a known subcommand: a usage
+ * error (exit code 2) naming the actions, with a suggestion when the word is close to one.
+ */
+function refuseAction(group: Command, action: string | undefined, actions: string[]): never {
+  if (action === undefined)
+    group.error(`${group.name()} needs ${actions.length > 1 ? `${actions.slice(0, -1).join(', ')} or ${actions.at(-1)}` : actions[0]}.`, { exitCode: 2 })
+  const near = actions.filter((a) => distance(a, action.toLowerCase()) <= 2)
+  group.error(`unknown ${group.name()} action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
+}
+
 /** Edit distance, for "did you mean" on the allowlist actions (commander suggests commands and options itself). */
 function distance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j)
@@ -393,11 +409,7 @@ export function createProgram(): Command {
     .description(commands.allowlist.summary)
     .usage('add|remove|list [ADDRESS] [NOTE]')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) allowlist.error('allowlist needs add, remove or list.', { exitCode: 2 })
-      const near = ['add', 'remove', 'list'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      allowlist.error(`unknown allowlist action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(allowlist, action, ['add', 'remove', 'list']))
   allowlist
     .command('add')
     .description('Add a wallet (or update its note).')
@@ -419,11 +431,7 @@ export function createProgram(): Command {
     .description(commands.webhooks.summary)
     .usage('add|list|remove|deliveries …')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) webhooks.error('webhooks needs add, list, remove or deliveries.', { exitCode: 2 })
-      const near = ['add', 'list', 'remove', 'deliveries'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      webhooks.error(`unknown webhooks action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(webhooks, action, ['add', 'list', 'remove', 'deliveries']))
   const eventTypes = (text: string) => {
     try {
       return parseEventTypes(text)
@@ -465,11 +473,7 @@ export function createProgram(): Command {
     .description(commands.sources.summary)
     .usage('check [FILE]')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) sources.error('sources needs check.', { exitCode: 2 })
-      const near = ['check'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      sources.error(`unknown sources action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(sources, action, ['check']))
   sources
     .command('check')
     .description('Validate the file, then ask each chain (chain id, head, Multicall3) and each vault (ERC-4626 reads, ERC-7540 if so configured).')

@@ -192,6 +192,9 @@ export async function startGateway(config: Config, { progress = silentProgress }
         draining = true
         app?.drain()
         if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+        // Subscription streams end with `event: complete` (their clients reconnect elsewhere): they
+        // would otherwise hold the server open until SHUTDOWN_TIMEOUT_MS.
+        app?.subscriptions.close()
         // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
         const done = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()

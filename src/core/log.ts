@@ -93,6 +93,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     {
       level,
       base: { service: 'vaultgate' },
+      // `"level":"info"`, not pino's 30: what log collectors and people read without a table.
+      formatters: { level: (label) => ({ level: label }) },
       redact: { paths: redactPaths, censor: '[redacted]' },
       serializers: { err: (e: unknown) => errorForLog(e) },
       hooks: { logMethod: repeatLimiter(now) },

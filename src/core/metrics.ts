@@ -1,24 +1,52 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type pg from 'pg'
+import { packageVersion } from './paths.js'
 
 // One registry per process, exposed at /metrics. Labels are bounded: route patterns (never raw
 // paths), GraphQL operation names (capped), error codes from a fixed set.
 
 export const registry = new Registry()
-collectDefaultMetrics({ register: registry, prefix: 'vaultgate_' })
+// Node's process metrics under their standard names (process_cpu_seconds_total,
+// nodejs_heap_size_total_bytes, …): the names stock Node.js dashboards and alerts query.
+collectDefaultMetrics({ register: registry })
+
+new Gauge({
+  name: 'vaultgate_build_info',
+  help: 'Always 1; the labels say which vaultgate version runs on which Node.js.',
+  labelNames: ['version', 'node'] as const,
+  registers: [registry],
+}).set({ version: packageVersion, node: process.versions.node }, 1)
+
+/** Latency bucket bounds (seconds) below the request deadline; the deadline itself is the last one. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
+
+/** Buckets up to `timeoutMs` (REQUEST_TIMEOUT_MS): a request that ran until its deadline is not lumped into +Inf with a hung one. */
+export const latencyBuckets = (timeoutMs: number) => [...LATENCY_BUCKETS.filter((b) => b < timeoutMs / 1000), timeoutMs / 1000]
+
+const httpDurationOf = (timeoutMs: number) =>
+  new Histogram({
+    name: 'vaultgate_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern.',
+    labelNames: ['route', 'method'] as const,
+    buckets: latencyBuckets(timeoutMs),
+    registers: [registry],
+  })
+
+/** The default REQUEST_TIMEOUT_MS (src/config.ts); useRequestTimeout() sets the configured one. */
+export let httpDuration = httpDurationOf(15_000)
+
+/** Makes the HTTP latency buckets end at the configured request deadline (the app's, at creation). */
+export function useRequestTimeout(timeoutMs: number) {
+  const wanted = latencyBuckets(timeoutMs)
+  if ((httpDuration as unknown as { upperBounds: number[] }).upperBounds.join() === wanted.join()) return
+  registry.removeSingleMetric('vaultgate_http_request_duration_seconds')
+  httpDuration = httpDurationOf(timeoutMs)
+}
 
 export const httpRequests = new Counter({
   name: 'vaultgate_http_requests_total',
   help: 'HTTP requests by route pattern, method and status.',
   labelNames: ['route', 'method', 'status'] as const,
-  registers: [registry],
-})
-
-export const httpDuration = new Histogram({
-  name: 'vaultgate_http_request_duration_seconds',
-  help: 'HTTP request latency by route pattern.',
-  labelNames: ['route', 'method'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
   registers: [registry],
 })
 
@@ -33,7 +61,8 @@ export const graphqlDuration = new Histogram({
   name: 'vaultgate_graphql_operation_duration_seconds',
   help: 'GraphQL execution latency by operation name.',
   labelNames: ['operation'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  // GraphQL runs under the same deadline as its HTTP request.
+  buckets: latencyBuckets(15_000),
   registers: [registry],
 })
 
@@ -172,5 +201,18 @@ export const sourceReorgs = new Counter({
   name: 'vaultgate_source_reorgs_total',
   help: 'Reorgs deeper than the confirmations that rolled recorded blocks back.',
   labelNames: ['chain'] as const,
+  registers: [registry],
+})
+
+export const subscriptionsOpen = new Gauge({
+  name: 'vaultgate_subscriptions_open',
+  help: 'GraphQL subscription streams (SSE) open on this instance.',
+  registers: [registry],
+})
+
+export const subscriptionsRefused = new Counter({
+  name: 'vaultgate_subscriptions_refused_total',
+  help: 'Subscription streams refused, by reason (instance = SUBSCRIPTIONS_MAX, ip = SUBSCRIPTIONS_PER_IP, draining = shutting down).',
+  labelNames: ['reason'],
   registers: [registry],
 })

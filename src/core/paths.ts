@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 
 /** The package root, whether running from src/ (tsx, vitest) or dist/ (compiled). */
 function findRoot(): string {
@@ -16,3 +16,5 @@ function findRoot(): string {
 export const packageRoot = findRoot()
 export const prismaSchemaPath = path.join(packageRoot, 'prisma', 'schema.prisma')
 export const migrationsDir = path.join(packageRoot, 'prisma', 'migrations')
+/** This package's version (package.json). */
+export const packageVersion = (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version

@@ -3,7 +3,9 @@ import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
-import { createLoaders, type Loaders } from './loaders.js'
+import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import type { LiveHub } from '../live/hub.js'
+import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
 export interface Context {
@@ -12,12 +14,18 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** Settings resolvers' rules read (SPIKE_PCT). */
+  settings: LoaderSettings
   /** The app's clock (tests inject one); `now` is its reading when the request began. */
   clock: Clock
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
   viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
   readonly signal: AbortSignal
+  /** The instance's subscription fan-out (src/live/hub.ts); absent where nothing subscribes (the REST shim's tests). */
+  live?: LiveHub
+  /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
+  fresh(): void
 }
 
 /** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
@@ -38,22 +46,33 @@ export function createContext({
   now,
   clock = systemClock,
   authenticate = notConfigured,
+  settings = { spikePct: DEFAULT_SPIKE_PCT },
+  live,
 }: RequestScope & {
   request: Request
   now?: Date
   clock?: Clock
+  /** The configuration the loaders' rules read (defaults: the settings' defaults). */
+  settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
+  live?: LiveHub
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
   return {
+    live,
+    fresh() {
+      loaders = undefined
+      this.now = clock()
+    },
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {
-      loaders ??= createLoaders()
+      loaders ??= createLoaders(settings)
       return loaders
     },
     now: now ?? clock(),
+    settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
     // The deadline's signal is made on first use: most requests never ask for it.

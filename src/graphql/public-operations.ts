@@ -16,6 +16,9 @@ export const PUBLIC_TYPES = new Set([
   'CompositionPosition',
   'CompositionSeries',
   'CompositionPoint',
+  'VaultPerformance',
+  'PerformanceSeries',
+  'PerformancePoint',
   'VaultConnection',
   'VaultEdge',
   'PageInfo',
@@ -24,7 +27,7 @@ export const PUBLIC_TYPES = new Set([
 export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
 
 /** Root fields of key management (query and mutations). */
-export const KEY_MANAGEMENT_FIELDS = new Set(['apiKey', 'createApiKey', 'revokeApiKey', 'apiKeyEvents', 'apiKeyUsage'])
+export const KEY_MANAGEMENT_FIELDS = new Set(['apiKey', 'createApiKey', 'revokeApiKey', 'apiKeyEvents', 'apiKeyUsage', 'apiKeyChanged'])
 
 const MAX_DOCUMENTS = 1000
 

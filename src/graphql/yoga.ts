@@ -12,6 +12,8 @@ import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
+import { useEventStreamHeartbeat } from './sse.js'
+import type { LiveHub } from '../live/hub.js'
 
 export type Yoga = YogaServerInstance<RequestScope, Context>
 
@@ -25,10 +27,13 @@ export function createGatewayYoga({
   clock,
   limits,
   examples,
+  live,
 }: {
   config: Config
   clock: Clock
   limits: RateLimits
+  /** The subscriptions' fan-out (src/live/hub.ts); without it a subscription is refused. */
+  live?: LiveHub
   /** Ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start). */
   examples?: ExampleIds | Promise<ExampleIds | undefined>
 }): Yoga {
@@ -37,10 +42,22 @@ export function createGatewayYoga({
     schema,
     graphqlEndpoint: '/graphql',
     context: ({ request, requestId, deadline }) =>
-      guardKeyManagement(createContext({ request, requestId, deadline, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), {
-        limits,
-        config,
-      }),
+      guardKeyManagement(
+        createContext({
+          request,
+          requestId,
+          deadline,
+          now: clock(),
+          clock,
+          authenticate: (r) => resolveViewer(r, session),
+          settings: { spikePct: config.spikePct },
+          live,
+        }),
+        {
+          limits,
+          config,
+        },
+      ),
     maskedErrors: { maskError },
     graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
@@ -55,6 +72,8 @@ export function createGatewayYoga({
       useOperationMetrics(),
       ...protectionPlugins(config),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
+      // Subscriptions over SSE (README "Live updates"), with the configured heartbeat.
+      useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
     ],
   })
 }

@@ -280,8 +280,12 @@ export async function writeImport(
   if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
     await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
   if (capture) await emitCapturedChanges(tx, capture)
-  // Every gateway process drops the answers it derived from the old data (response caches).
-  await announceDataChange(tx)
+  // Every gateway process drops the answers it derived from the old data (response caches) and
+  // tells its subscribers (src/live/hub.ts) which vaults and wallets the import wrote.
+  await announceDataChange(tx, {
+    vaults: [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id), ...data.compositions.map((c) => c.vault_id)],
+    transactions: data.transactions.map((t) => ({ id: t.id, address: t.address })),
+  })
   return counts
 }
 

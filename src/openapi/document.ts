@@ -112,7 +112,11 @@ const SECURITY_SCHEMES: Record<SecurityScheme, Record<string, unknown>> = {
 }
 
 const TAGS = [
-  { name: 'Vaults', description: 'Vault metadata, current composition and composition series. Public and cacheable.' },
+  {
+    name: 'Vaults',
+    description:
+      'Vault metadata, current composition and composition series, performance (share price, TVL, realized APY) and its series. Public and cacheable.',
+  },
   { name: 'Wallets', description: "A wallet's transactions, pending redeems and position summaries." },
   { name: 'API keys', description: 'Create, inspect and revoke the API key of the order-exchange interface, with a wallet-session token.' },
   { name: 'GraphQL', description: 'The GraphQL endpoint the REST routes are built on. GraphiQL: open /graphql in a browser.' },

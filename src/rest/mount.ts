@@ -5,6 +5,7 @@ import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
 import type { AppEnv } from '../http/env.js'
+import { parseJsonObject } from '../http/json-body.js'
 import { etagOf, notModified } from '../http/etag.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 import type { Params, ParsedParams } from './params.js'
@@ -21,14 +22,7 @@ async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>
   if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) throw new AppError('bad_request', 'Content-Type must be application/json.')
   const text = await c.req.text()
   if (text.trim() === '') return {}
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    throw new AppError('bad_request', 'The request body is not valid JSON.')
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('bad_request', 'The request body must be a JSON object.')
-  return body as Record<string, unknown>
+  return parseJsonObject(text)
 }
 
 function parseParams<P extends Params>(declared: P, raw: Record<string, string | undefined>): ParsedParams<P> {

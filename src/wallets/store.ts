@@ -204,3 +204,15 @@ export async function pendingRedeemsOf(address: string, now: Date): Promise<Pend
     averageRedeemDelay,
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Live updates
+
+/** The wallet's transactions among `ids` (those a commit named, src/live/streams.ts), oldest first. */
+export async function transactionsByIds(address: string, ids: readonly string[]): Promise<TransactionRow[]> {
+  if (ids.length === 0) return []
+  const raw = await prisma.$queryRaw<RawRow[]>`SELECT id, vault_id, type::text AS type, status::text AS status, amount, "timestamp", tx_hash
+    FROM transactions WHERE address = ${address} AND id = ANY(${[...ids]}::text[])
+    ORDER BY "timestamp", id`
+  return raw.map((r) => ({ id: r.id, vaultId: r.vault_id, type: r.type, status: r.status, amount: r.amount, timestamp: r.timestamp, txHash: r.tx_hash }))
+}

@@ -1,6 +1,9 @@
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger, logger, setLogger } from '../../src/core/log.js'
+import { packageRoot } from '../../src/core/paths.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
@@ -61,10 +64,41 @@ describe(`metrics and request logs (${testBackend})`, () => {
 
   it('logs one line per request with its id, and no headers', async () => {
     lines.length = 0
-    const res = await t.request('/healthz', { headers: { 'x-request-id': 'probe-123', authorization: 'Bearer secret-token-value' } })
+    const res = await t.request('/v1/vaults/v1', { headers: { 'x-request-id': 'probe-123', authorization: 'Bearer secret-token-value' } })
     expect(res.headers.get('x-request-id')).toBe('probe-123')
     const line = lines.find((l) => l.requestId === 'probe-123')
-    expect(line).toMatchObject({ msg: 'request', method: 'GET', route: '/healthz', status: 200 })
+    expect(line).toMatchObject({ level: 'info', msg: 'request', method: 'GET', route: '/v1/vaults/:vault_id', status: 200 })
     expect(JSON.stringify(lines)).not.toContain('secret-token-value')
+    // Probes are below info (test/logs.test.ts shows them at debug).
+    await t.request('/healthz', { headers: { 'x-request-id': 'probe-456' } })
+    expect(lines.find((l) => l.requestId === 'probe-456')).toBeUndefined()
+  })
+
+  it("exposes Node's process metrics under their standard names, and the build", async () => {
+    const text = await scrape()
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_eventloop_lag_p99_seconds']) {
+      expect(text).toMatch(new RegExp(`^${name} [0-9.e+-]+$`, 'm'))
+    }
+    expect(text).not.toContain('vaultgate_process_')
+    expect(text).not.toContain('vaultgate_nodejs_')
+    const { version } = JSON.parse(await readFile(path.join(packageRoot, 'package.json'), 'utf8'))
+    expect(text).toContain(`vaultgate_build_info{version="${version}",node="${process.versions.node}"} 1\n`)
+  })
+
+  it('has latency buckets up to the request deadline (REQUEST_TIMEOUT_MS), not beyond', async () => {
+    await t.request('/v1/vaults/v1')
+    const bounds = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('vaultgate_http_request_duration_seconds_bucket{') && l.includes('route="/v1/vaults/:vault_id"'))
+        .map((l) => /le="([^"]+)"/.exec(l)![1])
+    expect(bounds(await scrape()).slice(-4)).toEqual(['5', '10', '15', '+Inf'])
+    const other = await createTestApp({ REQUEST_TIMEOUT_MS: '45000' })
+    try {
+      await other.request('/v1/vaults/v1')
+      expect(bounds(await (await other.request('/metrics')).text()).slice(-4)).toEqual(['10', '30', '45', '+Inf'])
+    } finally {
+      await other.app.close()
+    }
   })
 })

@@ -49,7 +49,11 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
 export interface GatewayProcess {
   child: ChildProcess
   url: string
+  /** stdout and stderr as they arrived, interleaved. */
   output: () => string
+  /** stdout alone (the JSON log lines) and stderr alone (the banner, progress). */
+  stdout: () => string
+  stderr: () => string
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
@@ -61,11 +65,14 @@ export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_
       env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     })
     let out = ''
+    const streams = { stdout: '', stderr: '' }
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)))
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       reject(new Error(`gateway not ready in ${timeoutMs} ms:\n${out}`))
     }, timeoutMs)
+    child.stdout.on('data', (d: Buffer) => (streams.stdout += d))
+    child.stderr.on('data', (d: Buffer) => (streams.stderr += d))
     const onData = (d: Buffer) => {
       out += d
       const m = /vaultgate ready at (http:\/\/\S+)\/graphql/.exec(out)
@@ -75,6 +82,8 @@ export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_
           child,
           url: m[1],
           output: () => out,
+          stdout: () => streams.stdout,
+          stderr: () => streams.stderr,
           stop: (signal = 'SIGTERM') => {
             child.kill(signal)
             return exited

@@ -25,11 +25,11 @@ export interface Exchange {
   readonly request: Request
 }
 
-/** A finished answer: lowercase header names, the body as text (null: none). */
+/** A finished answer: lowercase header names, the body as text, or bytes once compressed (null: none). */
 export interface Answer {
   status: number
   headers: Record<string, string>
-  body: string | null
+  body: string | Buffer | null
 }
 
 /**

@@ -8,12 +8,20 @@ import type { AppEnv, HandOn } from '../env.js'
 /** The request's id: the caller's X-Request-Id (at most 128 characters), else a new UUID. */
 export const requestIdOf = (header: string | null | undefined) => header?.slice(0, 128) || randomUUID()
 
-/** The log line and metrics of one answered request; `started` is its `performance.now()`. */
+/** Routes load balancers, orchestrators and Prometheus call every few seconds. */
+const PROBES = new Set(['/healthz', '/readyz', '/metrics'])
+
+/**
+ * The log line and metrics of one answered request; `started` is its `performance.now()`. Probes
+ * answered are logged at debug: at info they would be most of the lines; a failing one (5xx) is not.
+ */
 export function recordRequest(requestId: string, method: string, route: string, status: number, started: number): void {
   const seconds = (performance.now() - started) / 1000
   httpRequests.inc({ route, method, status: String(status) })
   httpDuration.observe({ route, method }, seconds)
-  logger.info({ requestId, method, route, status, ms: Math.round(seconds * 10_000) / 10 }, 'request')
+  const fields = { requestId, method, route, status, ms: Math.round(seconds * 10_000) / 10 }
+  if (PROBES.has(route) && status < 500) logger.debug(fields, 'request')
+  else logger.info(fields, 'request')
 }
 
 /** Whether the request (from @hono/node-server's bindings; absent in process) still has body bytes nobody read. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { Context } from 'hono'
+import { etagMatches } from '../etag.js'
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -33,13 +34,8 @@ export function staticFile(file: string, { maxAgeSeconds = 300 } = {}) {
     c.header('ETag', asset.etag)
     c.header('Cache-Control', `public, max-age=${maxAgeSeconds}`)
     c.header('X-Content-Type-Options', 'nosniff')
-    if (
-      c.req
-        .header('if-none-match')
-        ?.split(',')
-        .some((t) => t.trim() === asset!.etag)
-    )
-      return c.body(null, 304)
+    // Weak comparison (RFC 9110 §13.1.2): a compressed copy carries the weak form (src/http/compression.ts).
+    if (etagMatches(c.req.header('if-none-match'), asset.etag)) return c.body(null, 304)
     c.header('Content-Type', asset.type)
     return c.body(asset.body, 200)
   }
