@@ -81,8 +81,9 @@ export function nodeListener(hot: HotHandler, fetch: Fetch): RequestListener {
     work
       .then((out) => (isAnswer(out) ? writeAnswer(res, out) : handBack(req, res, exchange.url, out)))
       .catch((err: unknown) => {
-        // The hot handlers answer their own errors; this is a failure to write (a closed socket).
-        logger.warn({ err }, 'hot path answer failed')
+        // The hot handlers answer their own errors; this is a client gone before its body was read
+        // (nobody to answer), or a failure to write.
+        if (req.complete && !res.destroyed) logger.warn({ err }, 'hot path answer failed')
         res.destroy()
       })
   }
