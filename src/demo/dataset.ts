@@ -358,7 +358,6 @@ export function demoWallets(seed = DEMO_SEED, count = DEMO_WALLET_COUNT): string
   return Array.from({ length: count }, () => `0x${hex(rng, 40)}`)
 }
 
-const ONE = new Decimal(1)
 const PCT_UNITS = 1_000_000 // 100% in steps of 0.0001
 
 /** Rounds weights to 4 decimals (largest remainder) so the rounded values sum to exactly 100. */
