@@ -52,8 +52,10 @@ const pool = new pg.Pool({ connectionString: url, max: 2 })
 const query = async (sql: string, params: unknown[]) => (await pool.query(sql, params)).rows
 
 const base = 'http://127.0.0.1:3000'
+// `fetchGeneral`/`hot` are absent before issue 21 (the script also measures an older tree).
+const general = app.fetchGeneral ?? app.fetch
 const fetchGeneral = async (r: BenchRequest) => {
-  const res = await app.fetchGeneral(
+  const res = await general(
     new Request(base + r.path, {
       method: r.method,
       headers: { ...r.headers, ...(r.body ? { 'content-length': String(Buffer.byteLength(r.body)) } : {}) },
@@ -91,8 +93,8 @@ function documentOf(r: BenchRequest): { query: string; variables: Record<string,
   const u = new URL(base + r.path)
   for (const route of restRoutes) {
     if (route.method !== 'GET') continue
-    const names: string[] = []
-    const pattern = new RegExp(`^/v1${route.path.replace(/:(\w+)/g, (_, n: string) => (names.push(n), '([^/]+)'))}$`)
+    const names = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
+    const pattern = new RegExp(`^/v1${route.path.replace(/:\w+/g, '([^/]+)')}$`)
     const m = pattern.exec(u.pathname)
     if (!m) continue
     const params = Object.fromEntries(names.map((n, i) => [n, route.params[n]!.parse(m[i + 1], n)]))
@@ -172,6 +174,7 @@ for (const s of list) {
     [
       'hot path',
       async (r) => {
+        if (!app.hot) return undefined
         const out = await app.hot!(exchange(r))!
         if (!('status' in out) || out.status !== 200) throw new Error(`${r.path}: hot path gave ${JSON.stringify(out).slice(0, 200)}`)
         return out
@@ -183,7 +186,7 @@ for (const s of list) {
   // Two alternating passes; the lower of each layer's two (the machine is shared).
   for (let pass = 0; pass < 2; pass++) {
     for (const [name, op] of layers) {
-      if (flags.layers && !flags.layers.split(',').includes(name)) continue
+      if ((flags.layers && !flags.layers.split(',').includes(name)) || (name === 'hot path' && !app.hot)) continue
       const us = await cpuPerOp(s.requests, op)
       row[name] = Math.round(Math.min(us, (row[name] as number | undefined) ?? Infinity))
     }

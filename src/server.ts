@@ -107,10 +107,11 @@ async function readSources(file: string): Promise<SourcesConfig> {
  * over Node's limit, a malformed request line) get the standard error body and
  * `Connection: close`, not Node's bare status line.
  */
-export function createHttpServer(app: Pick<App, 'fetch'> & Partial<Pick<App, 'hot' | 'fetchGeneral'>>): Server {
+export function createHttpServer(app: Pick<App, 'fetch'> & Partial<Pick<App, 'hot' | 'fetchGeneral' | 'config'>>): Server {
   // The hot routes straight from node:http (docs/adr/0004-hot-path.md); everything else through
-  // @hono/node-server as before.
-  const server = app.hot && app.fetchGeneral ? createServer(nodeListener(app.hot, app.fetchGeneral)) : (createAdaptorServer({ fetch: app.fetch }) as Server)
+  // @hono/node-server as before (HOT_PATH=fetch: the hot routes too, inside app.fetch).
+  const fromNode = app.hot && app.fetchGeneral && app.config?.hotPath !== 'fetch'
+  const server = fromNode ? createServer(nodeListener(app.hot!, app.fetchGeneral!)) : (createAdaptorServer({ fetch: app.fetch }) as Server)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
       socket.destroy()

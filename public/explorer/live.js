@@ -1,9 +1,10 @@
 // vaultgate explorer, live updates: the page follows the shown vault and the looked-up wallet over
 // GraphQL subscriptions (Server-Sent Events on /graphql, README "Live updates") and, on each
-// event, reads the vault or the wallet again with the page's own functions (showVault, showWallet
-// and run, from explorer.js), so values, charts and transactions stay one code path. Kept apart
+// event, reads the vault (values, composition and the performance charts) or the wallet again with
+// the page's own functions from explorer.js, so what is shown stays one code path. Kept apart
 // from explorer.js: it only watches which vault and wallet the page shows (body data-vault,
 // data-wallet) and needs nothing else of it.
+import { run, showVaultAndHistory, showWallet } from './explorer.js'
 
 const LIVE_VAULT = 'subscription ExplorerLiveVault($id: ID!) { vaultUpdated(id: $id) { id } }'
 const LIVE_WALLET = 'subscription ExplorerLiveWallet($address: String!) { walletActivity(address: $address) { id } }'
@@ -86,7 +87,7 @@ const followVault = follower(
   'Vault',
   LIVE_VAULT,
   (id) => ({ id }),
-  () => showVault(),
+  () => showVaultAndHistory(),
 )
 const followWallet = follower(
   'Wallet',

@@ -2,7 +2,7 @@ import DataLoader from 'dataloader'
 import { formatAmount } from '../core/decimal.js'
 import { prisma, type Db } from '../db/client.js'
 import type { Vault } from '../generated/prisma/client.js'
-import type { VaultListFilter, VaultPageRequest } from './list.js'
+import { compareByOrder, type OrderValue, type VaultListFilter, type VaultPageRequest, type VaultPosition } from './list.js'
 import {
   type Allocation,
   assembleSeries,
@@ -16,7 +16,18 @@ import {
   type SeriesWindow,
   type Timeframe,
 } from './composition.js'
-import { APY_WINDOWS, type ApyPct, type ApyWindow, inceptionApyPct, isSpike, NO_APY, realizedApyPct, tvlUsd, WINDOW_MS } from './performance.js'
+import {
+  APY_WINDOWS,
+  type ApyPct,
+  DEFAULT_SPIKE_PCT,
+  type ApyWindow,
+  inceptionApyPct,
+  isSpike,
+  NO_APY,
+  realizedApyPct,
+  tvlUsd,
+  WINDOW_MS,
+} from './performance.js'
 
 // Every SQL statement about vaults beyond Prisma's own reads (the GraphQL Vault type's
 // prismaField resolvers), with the DataLoaders that batch them per request.
@@ -404,19 +415,116 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
 // ---------------------------------------------------------------------------------------------
 // The vault list
 
-/** One page of the vault list in id order (keyset on the primary key), and whether more lie beyond it. */
-export async function findVaultPage(filter: VaultListFilter, page: VaultPageRequest): Promise<{ rows: Vault[]; more: boolean }> {
+/** A page of the vault list: its rows in order, whether more lie beyond, and each row's place (for cursors). */
+export interface VaultPage {
+  rows: Vault[]
+  more: boolean
+  positions: Map<string, VaultPosition>
+  /** Under an APY order: the performance of every vault it read (the resolver primes its loader with them). */
+  performance?: Map<string, VaultPerformance>
+}
+
+// Vaults matching the filters and the search (a case-insensitive substring of id, name or symbol:
+// strpos, so `%` and `_` are plain characters). $1 chain, $2 status, $3 search (null = none).
+const MATCHING = `FROM vaults v
+  WHERE ($1::text IS NULL OR v.chain = $1::text) AND ($2::text IS NULL OR v.status::text = $2::text)
+    AND ($3::text IS NULL OR strpos(lower(v.id), lower($3::text)) > 0 OR strpos(lower(v.name), lower($3::text)) > 0 OR strpos(lower(v.symbol), lower($3::text)) > 0)`
+
+/** Ids of a searched page in id order, keyset as without a search ($4 the id to continue from, $5 the row limit). */
+const searchPageSql = (forward: boolean) =>
+  `SELECT v.id ${MATCHING} AND ($4::text IS NULL OR v.id ${forward ? '>' : '<'} $4::text) ORDER BY v.id ${forward ? 'ASC' : 'DESC'} LIMIT $5`
+
+/** Every matching vault with what value orders sort by. */
+const CANDIDATES_SQL = `SELECT v.id, v.tvl::text AS tvl, v.base_asset_price_usd::text AS price_usd ${MATCHING}`
+
+/** The rows of `ids`, in that order (one statement). */
+async function vaultsInOrder(ids: string[]): Promise<Vault[]> {
+  if (ids.length === 0) return []
+  const rows = await prisma.vault.findMany({ where: { id: { in: ids } } })
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return ids.flatMap((id) => byId.get(id) ?? [])
+}
+
+/**
+ * One page of the vault list. By id (no order): keyset on the primary key, one statement (two with
+ * a search). By a value: every matching vault's value is read (one statement, plus one for the
+ * performance of all of them under an APY order), sorted here (src/vaults/list.ts compareByOrder),
+ * and the page's rows read by id: a fixed number of statements whatever the page size.
+ */
+export async function findVaultPage(
+  filter: VaultListFilter,
+  page: VaultPageRequest,
+  { now, spikePct }: { now: Date; spikePct: number } = { now: new Date(), spikePct: DEFAULT_SPIKE_PCT },
+): Promise<VaultPage> {
   const forward = page.direction === 'forward'
-  const rows = await prisma.vault.findMany({
-    where: {
-      chain: filter.chain ?? undefined,
-      status: filter.status ?? undefined,
-      ...(page.from === null ? {} : { id: forward ? { gt: page.from } : { lt: page.from } }),
-    },
-    orderBy: { id: forward ? 'asc' : 'desc' },
-    take: page.size + 1,
-  })
-  const more = rows.length > page.size
-  const kept = rows.slice(0, page.size)
-  return { rows: forward ? kept : kept.reverse(), more }
+  const search = filter.search ?? null
+  const { order } = page
+  if (!order) {
+    let rows: Vault[]
+    if (search === null) {
+      rows = await prisma.vault.findMany({
+        where: {
+          chain: filter.chain ?? undefined,
+          status: filter.status ?? undefined,
+          ...(page.from === null ? {} : { id: forward ? { gt: page.from.id } : { lt: page.from.id } }),
+        },
+        orderBy: { id: forward ? 'asc' : 'desc' },
+        take: page.size + 1,
+      })
+    } else {
+      const ids = await prisma.$queryRawUnsafe<{ id: string }[]>(
+        searchPageSql(forward),
+        filter.chain,
+        filter.status,
+        search,
+        page.from?.id ?? null,
+        page.size + 1,
+      )
+      rows = await vaultsInOrder(ids.map((r) => r.id))
+    }
+    const more = rows.length > page.size
+    const kept = rows.slice(0, page.size)
+    const ordered = forward ? kept : kept.reverse()
+    return { rows: ordered, more, positions: new Map(ordered.map((r) => [r.id, { id: r.id }])) }
+  }
+
+  const candidates = await prisma.$queryRawUnsafe<{ id: string; tvl: string; price_usd: string | null }[]>(CANDIDATES_SQL, filter.chain, filter.status, search)
+  const apyWindow = order.field === 'apy7d' ? '7d' : order.field === 'apy30d' ? '30d' : null
+  const performance = apyWindow
+    ? await loadPerformance(
+        candidates.map((c) => c.id),
+        { now, spikePct },
+      )
+    : undefined
+  const sortValue = (c: (typeof candidates)[number]): OrderValue => {
+    if (apyWindow) return performance!.get(c.id)!.apyPct[apyWindow]
+    return order.field === 'tvl' ? formatAmount(c.tvl) : tvlUsd(c.tvl, c.price_usd)
+  }
+  const sorted = candidates.map((c) => ({ id: c.id, value: sortValue(c) })).sort((a, b) => compareByOrder(order, a, b))
+  const from = page.from === null ? null : { id: page.from.id, value: page.from.value ?? null }
+  let slice: typeof sorted
+  let more: boolean
+  if (forward) {
+    const start = from === null ? 0 : firstIndex(sorted, (p) => compareByOrder(order, p, from) > 0)
+    slice = sorted.slice(start, start + page.size)
+    more = start + page.size < sorted.length
+  } else {
+    const end = from === null ? sorted.length : firstIndex(sorted, (p) => compareByOrder(order, p, from) >= 0)
+    slice = sorted.slice(Math.max(0, end - page.size), end)
+    more = end - page.size > 0
+  }
+  const rows = await vaultsInOrder(slice.map((p) => p.id))
+  return { rows, more, positions: new Map(slice.map((p) => [p.id, p])), performance }
+}
+
+/** The first index of a sorted list where `past` holds (it holds from there on), or the length. */
+function firstIndex<T>(sorted: readonly T[], past: (item: T) => boolean): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (past(sorted[mid]!)) hi = mid
+    else lo = mid + 1
+  }
+  return lo
 }

@@ -239,3 +239,41 @@ describe(`hot path and rate limits (${testBackend})`, () => {
     }
   })
 })
+
+describe(`hot path with the response cache on (${testBackend})`, () => {
+  it('answers private queries itself and leaves public ones to the cache, as the routes answer them', async () => {
+    const s = await setup({ RESPONSE_CACHE_TTL_MS: '60000' })
+    try {
+      const generation = s.t.app.responseCache.ticket()
+      await importDocument({
+        vaults: [vaultDoc('hot-c', { name: 'Hot C', tvl: '3' })],
+        transactions: [
+          txDoc('hot-c-1', { vault_id: 'hot-c', address: W, type: 'deposit', status: 'completed', amount: '2', timestamp: '2026-01-01T00:00:00Z' }),
+        ],
+      })
+      for (let i = 0; i < 100 && s.t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
+      const before = s.counter.taken
+      const publicQuery = gql({ query: VAULT, variables: { id: 'hot-c' } })
+      const privateQuery = gql({ query: `{ user(address: "${W}") { positions { vaultId shareBalance } } }` })
+      const cases: Sent[] = [
+        publicQuery,
+        publicQuery,
+        privateQuery,
+        { path: '/v1/vaults/hot-c' },
+        { path: '/v1/vaults/hot-c' },
+        { path: `/v1/users/${W}/redeems` },
+      ]
+      for (const r of cases) {
+        const { hot, routes, hotSql, routesSql } = await s.both(r)
+        expect([r, hot]).toEqual([r, routes])
+        expect([r, hotSql]).toEqual([r, routesSql])
+      }
+      // The second public query and the second REST read were hits (no SQL) on both gateways.
+      expect((await s.both(publicQuery)).hotSql).toEqual([])
+      // Taken up: the public queries (given back unread by the cache's rules), the private query, the wallet read.
+      expect(s.counter.taken - before).toBe(5)
+    } finally {
+      await s.close()
+    }
+  })
+})

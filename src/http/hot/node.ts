@@ -67,7 +67,8 @@ function requestOf(req: IncomingMessage, url: string, body: string | undefined):
 export function nodeListener(hot: HotHandler, fetch: Fetch): RequestListener {
   const general = getRequestListener(fetch as never)
   const handBack = async (req: IncomingMessage, res: ServerResponse, url: string, out: HandBack) => {
-    const env = { incoming: req, outgoing: res, handOn: { counted: out.counted ?? {} } satisfies HandOn }
+    // Counted already: the early answers leave it to the routes (they skip a request handed on).
+    const env = { incoming: req, outgoing: res, ...(out.counted ? { handOn: { counted: out.counted } satisfies HandOn } : {}) }
     await writeResponse(res, await fetch(requestOf(req, url, out.body), env))
   }
   return (req, res) => {
@@ -80,8 +81,9 @@ export function nodeListener(hot: HotHandler, fetch: Fetch): RequestListener {
     work
       .then((out) => (isAnswer(out) ? writeAnswer(res, out) : handBack(req, res, exchange.url, out)))
       .catch((err: unknown) => {
-        // The hot handlers answer their own errors; this is a failure to write (a closed socket).
-        logger.warn({ err }, 'hot path answer failed')
+        // The hot handlers answer their own errors; this is a client gone before its body was read
+        // (nobody to answer), or a failure to write.
+        if (req.complete && !res.destroyed) logger.warn({ err }, 'hot path answer failed')
         res.destroy()
       })
   }
