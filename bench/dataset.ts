@@ -16,7 +16,7 @@ export const WHALE_IN_VAULT_1 = 60_000
 export const DASHBOARD_VAULTS = 20
 export const DASHBOARD_TX_PER_VAULT = 20
 /** Bumped whenever the generator changes, so a kept database (BENCH_KEEP_DB) is rebuilt. */
-export const DATASET_VERSION = 2
+export const DATASET_VERSION = 3
 
 export interface DatasetInfo {
   version: number
@@ -26,7 +26,7 @@ export interface DatasetInfo {
   whale: string
   /** The wallet with a position in each of the first 20 vaults. */
   dashboardWallet: string
-  counts: { vaults: number; snapshots: number; allocations: number; wallets: number; transactions: number }
+  counts: { vaults: number; snapshots: number; vaultSnapshots: number; allocations: number; wallets: number; transactions: number }
   generatedInMs: number
 }
 
@@ -83,6 +83,19 @@ function statements(anchor: string): { label: string; sql: string }[] {
           'Allocates to the highest risk-adjusted yield; rebalanced hourly.',
           ${a} - interval '2 years', ${a}
         FROM generate_series(1, ${VAULTS}) AS v`,
+    },
+    {
+      // Two years of hourly vault snapshots (decisions §9) ending at the vault's live values (h = 0):
+      // the share price drifts 2-8 % a year (every 13th vault loses 10 % a year), the TVL waves,
+      // and every vault whose number ends in 3 has a +80 % spike at h = 5000 (flagged, SPIKE_PCT).
+      label: 'vault snapshots',
+      sql: `INSERT INTO vault_snapshots (vault_id, as_of, share_price, tvl, base_asset_price_usd)
+        SELECT vv.id, ${a} - h * interval '1 hour',
+          round(vv.share_price / exp((0.02 + (n % 7) * 0.01 - CASE WHEN n % 13 = 0 THEN 0.12 ELSE 0 END) * h / 8760.0), 18)
+            * CASE WHEN n % 10 = 3 AND h = 5000 THEN 1.8 ELSE 1 END,
+          CASE WHEN h = 0 THEN vv.tvl ELSE round(vv.tvl * (1 + 0.1 * sin(h / 500.0))::numeric, 18) END,
+          vv.base_asset_price_usd
+        FROM (SELECT v.*, substr(v.id, 13)::int AS n FROM vaults v) vv, generate_series(0, ${HOURS - 1}) AS h`,
     },
     {
       label: 'composition snapshots',
@@ -220,7 +233,7 @@ export async function generateDataset(url: string, log: (line: string) => void, 
       sql: row.condef ? `ALTER TABLE ${row.tablename} ADD CONSTRAINT "${row.indexname}" ${row.condef}` : row.indexdef,
     }))
   })
-  await run([step('vaults'), step('composition snapshots'), step('allowlist'), step('api keys')])
+  await run([step('vaults'), step('vault snapshots'), step('composition snapshots'), step('allowlist'), step('api keys')])
   // The two big tables fill in parallel (two cores), and so are their indexes built.
   await Promise.all([run([step('allocations')]), run([step('transactions')])])
   await Promise.all([run(indexes.filter((_, i) => i % 2 === 0)), run(indexes.filter((_, i) => i % 2 === 1))])
@@ -231,7 +244,14 @@ export async function generateDataset(url: string, log: (line: string) => void, 
     vaultIds: Array.from({ length: VAULTS }, (_, i) => vaultId(i + 1)),
     whale: await withClient(url, async (c) => (await c.query(`SELECT ${walletSql('1')} AS a`)).rows[0].a as string),
     dashboardWallet: await withClient(url, async (c) => (await c.query(`SELECT ${walletSql('2')} AS a`)).rows[0].a as string),
-    counts: { vaults: VAULTS, snapshots: VAULTS * HOURS, allocations: VAULTS * HOURS * 4, wallets: WALLETS, transactions: TRANSACTIONS },
+    counts: {
+      vaults: VAULTS,
+      snapshots: VAULTS * HOURS,
+      vaultSnapshots: VAULTS * HOURS,
+      allocations: VAULTS * HOURS * 4,
+      wallets: WALLETS,
+      transactions: TRANSACTIONS,
+    },
     generatedInMs: Math.round(performance.now() - started),
   }
   await withClient(url, async (c) => {

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto'
+import { BUCKET_ORIGIN, seriesWindow, type Timeframe } from '../src/vaults/composition.js'
+import { DEFAULT_SPIKE_PCT, isSpike, realizedApyPct, tvlUsd } from '../src/vaults/performance.js'
 import { decodeCursor, encodeCursor } from '../src/wallets/history-cursor.js'
 
 // The database limit: for each scenario, the one SQL statement a hand-written handler needs to
@@ -139,6 +141,35 @@ const DASHBOARD = `SELECT json_build_object(
 const KEY_STATE = `SELECT k.id::text AS id, k.wallet, k.expires_at, k.revoked_at, (a.address IS NOT NULL) AS allowlisted
   FROM api_keys k LEFT JOIN allowlist a ON a.address = k.wallet WHERE k.digest = $1`
 
+// Performance (decisions §9): the newest snapshot at or before `bound` whose share price is within
+// SPIKE_PCT of its predecessor's, as one backward walk of the key.
+const unflagged = (id: string, bound: string) => `(
+    SELECT c.as_of, c.share_price FROM vault_snapshots c
+    LEFT JOIN LATERAL (SELECT p.share_price FROM vault_snapshots p WHERE p.vault_id = c.vault_id AND p.as_of < c.as_of ORDER BY p.as_of DESC LIMIT 1) p ON true
+    WHERE c.vault_id = ${id} AND c.as_of <= ${bound} AND (p.share_price IS NULL OR abs(c.share_price - p.share_price) * 100 <= ${DEFAULT_SPIKE_PCT} * p.share_price)
+    ORDER BY c.as_of DESC LIMIT 1)`
+
+/** One vault's series: per bucket its snapshot, that snapshot's predecessor and its 7-day s0. */
+const PERFORMANCE_SERIES = `SELECT g.t, s.as_of, s.share_price::text AS share_price, s.tvl::text AS tvl, s.base_asset_price_usd::text AS price_usd,
+    prev.share_price::text AS prev_price, s0.as_of AS s0_as_of, s0.share_price::text AS s0_price
+  FROM generate_series(
+    greatest($2::timestamptz, date_bin($3::interval, (SELECT min(as_of) FROM vault_snapshots WHERE vault_id = $1), $5::timestamptz)),
+    $4::timestamptz, $3::interval) AS g(t)
+  CROSS JOIN LATERAL (
+    SELECT s.as_of, s.share_price, s.tvl, s.base_asset_price_usd FROM vault_snapshots s
+    WHERE s.vault_id = $1 AND s.as_of < g.t + $3::interval AND s.as_of <= $6::timestamptz ORDER BY s.as_of DESC LIMIT 1) s
+  LEFT JOIN LATERAL (SELECT p.share_price FROM vault_snapshots p WHERE p.vault_id = $1 AND p.as_of < s.as_of ORDER BY p.as_of DESC LIMIT 1) prev ON true
+  LEFT JOIN LATERAL ${unflagged('$1', "s.as_of - interval '7 days'")} s0 ON true
+  ORDER BY g.t`
+
+/** The first 50 vaults by id, each with its newest unflagged snapshot and its 7- and 30-day s0. */
+const PERFORMANCE_LIST = `SELECT v.id, s1.as_of, s1.share_price::text AS p1, w7.as_of AS t7, w7.share_price::text AS p7, w30.as_of AS t30, w30.share_price::text AS p30
+  FROM (SELECT id FROM vaults ORDER BY id LIMIT 50) v
+  LEFT JOIN LATERAL ${unflagged('v.id', 'now()')} s1 ON true
+  LEFT JOIN LATERAL ${unflagged('v.id', "s1.as_of - interval '7 days'")} w7 ON true
+  LEFT JOIN LATERAL ${unflagged('v.id', "s1.as_of - interval '30 days'")} w30 ON true
+  ORDER BY v.id`
+
 const iso = (v: string) => new Date(v).toISOString()
 
 type Handler = (req: DbRequest, q: Query, match: RegExpMatchArray) => Promise<{ status: number; body: unknown }>
@@ -176,6 +207,55 @@ export const dbRoutes: { method: string; pattern: RegExp; operation?: string; ha
           points: points.map((p) => ({ t: p.t.toISOString(), weights_pct: labels.map((l) => p.w.get(l) ?? 0) })),
         },
       }
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/vaults\/([^/]+)\/performance\/series$/,
+    handle: async (req, q, m) => {
+      const timeframe = (req.search.get('timeframe') ?? '30d') as Timeframe
+      const now = new Date()
+      const w = seriesWindow(timeframe, now)
+      const rows = await q(PERFORMANCE_SERIES, [
+        decodeURIComponent(m[1]!),
+        w.firstStart?.toISOString() ?? null,
+        `${w.stepMs} milliseconds`,
+        w.lastStart.toISOString(),
+        BUCKET_ORIGIN.toISOString(),
+        now.toISOString(),
+      ])
+      const points = rows.map((r) => {
+        const spike = isSpike(r.prev_price, r.share_price, DEFAULT_SPIKE_PCT)
+        const apy = spike || !r.s0_as_of ? null : realizedApyPct({ asOf: r.s0_as_of, sharePrice: r.s0_price }, { asOf: r.as_of, sharePrice: r.share_price })
+        return {
+          t: r.t.toISOString(),
+          share_price: amount(r.share_price),
+          tvl: amount(r.tvl),
+          tvl_usd: tvlUsd(r.tvl, r.price_usd),
+          apy_7d_pct: apy,
+          ...(spike ? { flags: ['spike'] } : {}),
+        }
+      })
+      return { status: 200, body: { timeframe, points } }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/graphql$/,
+    operation: 'BenchPerformanceList',
+    handle: async (_req, q) => {
+      const rows = await q(PERFORMANCE_LIST, [])
+      const point = (t: Date | null, p: string | null) => (t ? { asOf: t, sharePrice: p! } : null)
+      const edges = rows.map((r) => {
+        const s1 = point(r.as_of, r.p1)
+        return {
+          node: {
+            id: r.id,
+            performance: { apy7d: s1 && realizedApyPct(point(r.t7, r.p7), s1), apy30d: s1 && realizedApyPct(point(r.t30, r.p30), s1) },
+          },
+        }
+      })
+      return { status: 200, body: { data: { vaults: { edges } } } }
     },
   },
   {

@@ -3,7 +3,7 @@ import os from 'node:os'
 export interface Row {
   scenario: string
   title: string
-  target: 'physical' | 'database' | 'gateway' | 'gateway+cache'
+  target: 'physical' | 'database' | 'gateway' | 'gateway+cache' | `gateway ${string}`
   rps: number
   /** Milliseconds. */
   p50: number

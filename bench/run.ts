@@ -17,6 +17,10 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     mode: { type: 'string' },
+    /** Only the uncached phase (no second gateway with the response cache on). */
+    uncached: { type: 'boolean', default: false },
+    /** More uncached gateways with other settings ("HOT_PATH=false;HOT_PATH=fetch"), measured in the same slices. */
+    compare: { type: 'string' },
   },
 })
 const quick = flags.quick!
@@ -32,6 +36,18 @@ const settings = {
   keepDb: quick || process.env.BENCH_KEEP_DB === '1',
   modes: (flags.mode ?? process.env.BENCH_MODES ?? 'postgres,embedded').split(','),
   only: flags.only,
+  uncached: flags.uncached!,
+  compare: (flags.compare ?? '')
+    .split(';')
+    .filter((set) => set.trim() !== '')
+    .map((set) =>
+      Object.fromEntries(
+        set
+          .trim()
+          .split(/\s+/)
+          .map((kv) => kv.split('=') as [string, string]),
+      ),
+    ),
 }
 const RESULTS = path.join(ROOT, 'bench/results')
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -196,6 +212,17 @@ async function runMode(
   // Phase 1: no response cache and no API-key cache: every request reaches the database.
   const gateway = await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0' })
   const targets: Target[] = [gateway]
+  const others: { label: `gateway ${string}`; target: Target }[] = []
+  for (const env of settings.compare) {
+    const target = await startGateway({ ...gatewayEnv, RESPONSE_CACHE_TTL_MS: '0', API_KEY_CACHE_TTL_MS: '0', ...env })
+    others.push({
+      label: `gateway ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+      target,
+    })
+    targets.push(target)
+  }
   try {
     log(`  gateway ready in ${gateway.readyMs.toFixed(0)} ms (pid ${gateway.pid})`)
     const list = (await build(gateway.url)).filter((s) => !settings.only || settings.only.split(',').some((o) => s.id.includes(o)))
@@ -211,22 +238,35 @@ async function runMode(
 
     for (const s of list) {
       log(`  ${s.title}`)
-      const [p, g, d] = await measureScenario(
-        [{ target: physical }, { target: gateway, gateway: true }, ...(s.noDbBaseline ? [] : [{ target: db }])],
+      const [p, g, ...rest] = await measureScenario(
+        [
+          { target: physical },
+          { target: gateway, gateway: true },
+          ...(s.noDbBaseline ? [] : [{ target: db }]),
+          ...(s.noDbBaseline ? [] : others.map((o) => ({ target: o.target, gateway: true }))),
+        ],
         s.requests,
       )
+      const d = s.noDbBaseline ? undefined : rest[0]
       rows.push(row(s, 'physical', p!))
       if (d) rows.push(row(s, 'database', d))
       rows.push(row(s, 'gateway', g!, { vsPhysical: g!.rps / p!.rps, vsDatabase: d && g!.rps / d.rps }))
       log(
         `    physical ${p!.rps.toFixed(0)} req/s, database ${d ? d.rps.toFixed(0) : '—'}, gateway ${g!.rps.toFixed(0)} (p99 ${g!.p99} ms, ${g!.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${g!.sqlPerRequest!.toFixed(2)} SQL/req)`,
       )
+      if (d) {
+        for (const [i, o] of others.entries()) {
+          const m = rest[i + 1]!
+          rows.push(row(s, o.label, m, { vsPhysical: m.rps / p!.rps, vsDatabase: m.rps / d.rps }))
+          log(`    ${o.label}: ${m.rps.toFixed(0)} req/s (p99 ${m.p99} ms, ${m.cpuUsPerRequest.toFixed(0)} µs CPU/req)`)
+        }
+      }
     }
     const peak1 = memoryOf(gateway.pid).peakMiB
     await gateway.stop()
 
     // Phase 2: the gateway as it ships, with the response cache on.
-    const cached = list.filter((s) => s.cacheable)
+    const cached = settings.uncached ? [] : list.filter((s) => s.cacheable)
     let readyCachedMs: number | undefined
     let peak2 = 0
     if (cached.length > 0) {

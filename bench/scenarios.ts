@@ -61,6 +61,11 @@ export const DASHBOARD_QUERY = `query BenchDashboard($address: String!) {
   }
 }`
 
+/** A list of 50 vaults with their 7- and 30-day APY (README "Performance history"). */
+export const PERFORMANCE_LIST_QUERY = `query BenchPerformanceList {
+  vaults(first: 50) { edges { node { id performance { apy7d apy30d } } } }
+}`
+
 export function scenarios(data: ScenarioData): Scenario[] {
   const list: Scenario[] = [
     {
@@ -79,6 +84,24 @@ export function scenarios(data: ScenarioData): Scenario[] {
       id: 'series_1y',
       title: 'REST composition series 1y',
       requests: data.vaultIds.map((id) => ({ method: 'GET', path: `/v1/vaults/${id}/composition/series?timeframe=1y` })),
+      cacheable: true,
+    },
+    {
+      id: 'perf_series_all',
+      title: 'REST performance series all',
+      requests: data.vaultIds.map((id) => ({ method: 'GET', path: `/v1/vaults/${id}/performance/series?timeframe=all` })),
+      cacheable: true,
+    },
+    {
+      id: 'perf_series_1y',
+      title: 'REST performance series 1y',
+      requests: data.vaultIds.map((id) => ({ method: 'GET', path: `/v1/vaults/${id}/performance/series?timeframe=1y` })),
+      cacheable: true,
+    },
+    {
+      id: 'perf_list',
+      title: 'GraphQL 50 vaults with 7d/30d APY',
+      requests: [graphql(PERFORMANCE_LIST_QUERY, 'BenchPerformanceList', {})],
       cacheable: true,
     },
   ]

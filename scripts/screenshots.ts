@@ -1,5 +1,6 @@
 // Regenerates the README's screenshot (docs/explorer.png): a gateway on the demo data, in memory,
-// and the explorer in headless Chromium with a demo wallet looked up.
+// and the explorer in headless Chromium (desktop, light mode) on the demo vault whose last 30 days
+// hold a flagged spike (so the marker shows), else the vault of a demo wallet with an open position.
 //
 //   npx tsx scripts/screenshots.ts        (needs /usr/bin/chromium, or CHROMIUM_PATH)
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -27,11 +28,22 @@ const context = await chromium.launchPersistentContext(profile, {
   ],
   headless: true,
   viewport: { width: 1440, height: 1240 },
+  colorScheme: 'light',
 })
 try {
   const hints = await gateway.hints
   const wallet = hints?.wallets.find((w) => w.note.startsWith('open position')) ?? hints?.wallets[0]
-  const query = new URLSearchParams(wallet ? { vault: wallet.vaultId, wallet: wallet.address } : {})
+  const get = async <T>(p: string) => (await (await fetch(`${gateway.url}/v1${p}`)).json()) as T
+  const { items } = await get<{ items: { id: string }[] }>('/vaults?limit=200')
+  let spiked: string | undefined
+  for (const { id } of items) {
+    const series = await get<{ points: { flags?: string[] }[] }>(`/vaults/${id}/performance/series?timeframe=30d`)
+    if (series.points?.some((p) => p.flags?.includes('spike'))) spiked = id
+    if (spiked) break
+  }
+  const vault = spiked ?? wallet?.vaultId
+  const query = new URLSearchParams(vault ? { vault } : {})
+  if (wallet && wallet.vaultId === vault) query.set('wallet', wallet.address)
   const page = await context.newPage()
   await page.goto(`${gateway.url}/?${query}`)
   await page.waitForSelector('body[data-ready="true"]')

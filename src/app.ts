@@ -3,17 +3,20 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
+import { cacheLookups, observeDataAge, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
+import { createFreshness, type Freshness } from './freshness/status.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
 import { createGatewayYoga, type Yoga } from './graphql/yoga.js'
-import { withCompression } from './http/compression.js'
+import { compressAnswer, withCompression } from './http/compression.js'
 import { earlyAnswers } from './http/early-answers.js'
 import type { AppEnv } from './http/env.js'
 import { answerError, errorResponse } from './http/errors.js'
+import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type HotHandler } from './http/hot/exchange.js'
+import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
@@ -24,9 +27,12 @@ import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
+import { eventStreams } from './http/middleware/event-streams.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage, type UsageRecorder } from './keys/usage.js'
 import { createApiKeyVerifier, type ApiKeyVerifier } from './keys/verifier.js'
+import { hotRest } from './rest/hot.js'
+import { createLiveHub } from './live/hub.js'
 import { mountRoutes } from './rest/mount.js'
 import { restRoutes } from './rest/routes/index.js'
 import type { SourcesConfig } from './sources/config.js'
@@ -43,6 +49,11 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js'
 export interface App {
   /** `env` is the node-server bindings (the client's socket), absent for in-process requests. */
   fetch: (request: Request, env?: unknown) => Promise<Response>
+  /** POST /graphql and the REST reads answered without Hono (src/http/hot/); undefined with HOT_PATH=false; the server writes them from node:http unless HOT_PATH=fetch. */
+  hot?: HotHandler
+  config: Config
+  /** `fetch` without the hot routes: the node:http listener (src/http/hot/node.ts) answers those itself. */
+  fetchGeneral: (request: Request, env?: unknown) => Promise<Response>
   yoga: Yoga
   limits: RateLimits
   /** The API key verifier behind /internal/v1/apiKey/verify. */
@@ -61,6 +72,10 @@ export interface App {
   sourceFollower?: SourceFollower
   /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
   sourcesStatus(): Promise<SourceStatus[]>
+  /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
+  subscriptions: { readonly open: number; readonly listeners: number; close(): void }
+  /** How old the data is (decisions §10): /v1/status, GraphQL `meta`, Data-As-Of and vaultgate_data_age_seconds. */
+  freshness: Freshness
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -79,6 +94,7 @@ export function createApp({
   clock = systemClock,
   examples,
   earlyAnswering = true,
+  hotPath = config.hotPath !== 'off',
   chainSources,
 }: {
   config: Config
@@ -89,6 +105,8 @@ export function createApp({
   chainSources?: SourcesConfig
   /** Answer cache hits and key verifications before the routes (src/http/early-answers.ts); off only to compare both paths in tests. */
   earlyAnswering?: boolean
+  /** Answer the hot routes without Hono (src/http/hot/); off to compare both paths in tests. Default: HOT_PATH. */
+  hotPath?: boolean
 }): App {
   useLogLevel(config.logLevel)
   // Rate-limit counters (in Redis when REDIS_URL is set).
@@ -111,7 +129,22 @@ export function createApp({
     limiter: (rawKey) => limits.consume('verify', rawKey),
     usage,
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples })
+  // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
+  // process' one LISTEN connection to the subscribers they concern.
+  const live = createLiveHub(db.changes)
+  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
+  // Freshness (decisions §10): read once, then after each import (its NOTIFY, or this process' hook).
+  const freshness = createFreshness({
+    db: db.prisma,
+    staleAfterMs: config.staleAfterMs,
+    sources: () => sourcesStatus(db.prisma, chainSources),
+    changes: db.changes,
+  })
+  const stopDataAge = observeDataAge(async () => {
+    const { dataAsOf } = await freshness.current()
+    return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
+  })
+  const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -120,6 +153,11 @@ export function createApp({
     config.responseCache.ttlMs > 0
       ? watchDataChanges(db.changes, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
       : { ready: Promise.resolve(), stop: async () => {} }
+  /** This process' own imports (admin, chain source): their NOTIFY comes back too, but later. */
+  const dataChanged = () => {
+    responseCache.clear()
+    freshness.invalidate()
+  }
 
   // Webhooks (docs/spec/decisions.md §11): the outbox is written by the imports; this instance's
   // worker delivers, woken by NOTIFY on the one LISTEN connection and polling as a backstop. They
@@ -148,7 +186,7 @@ export function createApp({
         sources: chainSources,
         db: db.prisma,
         lock: db.pool ? { connection: { ...db.pool.options } } : undefined,
-        onDataChanged: () => responseCache.clear(),
+        onDataChanged: dataChanged,
       })
     : undefined
 
@@ -174,6 +212,8 @@ export function createApp({
       requestDeadline(config.requests.timeoutMs),
     )
   }
+  // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
+  app.use('/graphql', streams.middleware)
   observePool(db.pool)
   useRequestTimeout(config.requests.timeoutMs)
   // SQL text is parameterised (no values), so slow statements can be logged as they are.
@@ -190,17 +230,21 @@ export function createApp({
 
   app.post(
     '/graphql',
-    cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
+    cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope)), freshness),
   )
-  app.on(['GET', 'OPTIONS'], '/graphql', (c) => {
+  app.on(['GET', 'OPTIONS'], '/graphql', async (c) => {
     const query = c.req.query('query')
-    if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
-    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
+    const kind = query === undefined ? undefined : classOf(query, c.req.query('operationName'))
+    if (kind?.keyManagement) c.set('keyManagement', true)
+    // A query's Data-As-Of (src/http/headers.ts); GraphiQL's page (no query) is not a read.
+    const dataTimes = c.req.method === 'GET' && kind?.read && !kind.keyManagement ? await freshness.current() : undefined
+    if (dataTimes) c.set('dataAsOf', dataTimes.dataAsOf?.toISOString() ?? null)
+    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), dataTimes })
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks, limits }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: dataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
-  mountRoutes(v1, yoga, restRoutes, responseCache)
+  mountRoutes(v1, yoga, restRoutes, responseCache, freshness)
   app.route('/v1', v1)
   // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
   app.route('/', referenceRoutes())
@@ -212,8 +256,36 @@ export function createApp({
   // Cache hits and key verifications are answered before Hono (docs/adr/0003-early-answers.md).
   const routes = (request: Request, env: unknown) => Promise.resolve(app.fetch(request, env as never))
   const early = earlyAnswering ? earlyAnswers({ config, cache: responseCache, limits, verifier }, routes) : () => undefined
+  const fetchGeneral = (request: Request, env?: unknown) => early(request, env) ?? routes(request, env)
+  // The hot routes (docs/adr/0004-hot-path.md): uncached reads, answered with the routes' own
+  // functions but without Hono's middleware chain or Web Request/Response round trips.
+  const hot = hotPath
+    ? compressedHot(
+        config.compressMinBytes,
+        firstHot(
+          hotGraphql({ config, yoga, limits, cache: responseCache, classOf, freshness }),
+          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes, freshness }),
+        ),
+      )
+    : undefined
+  /** In process (tests, embedders): the hot routes from a Web Request, a request they give back to the routes with what they learnt. */
+  const fetchHot = async (request: Request, env: unknown, work: NonNullable<ReturnType<HotHandler>>): Promise<Response> => {
+    const out = await work
+    if (isAnswer(out))
+      return new Response(typeof out.body === 'object' && out.body !== null ? new Uint8Array(out.body) : out.body, { status: out.status, headers: out.headers })
+    const copy =
+      out.body === undefined ? request : new Request(request.url, { method: request.method, headers: request.headers, body: out.body, signal: request.signal })
+    // Counted already: straight to the routes; otherwise as any request (a cache hit is the early answers').
+    return out.counted ? routes(copy, { ...(env as object | undefined), handOn: { counted: out.counted } }) : fetchGeneral(copy, env)
+  }
   return {
-    fetch: withCompression(config.compressMinBytes, (request, env) => early(request, env) ?? routes(request, env)),
+    fetch: withCompression(config.compressMinBytes, (request, env) => {
+      const work = hot?.(requestExchange(request, env))
+      return work ? fetchHot(request, env, work) : fetchGeneral(request, env)
+    }),
+    hot,
+    config,
+    fetchGeneral: withCompression(config.compressMinBytes, fetchGeneral),
     yoga,
     limits,
     verifier,
@@ -223,20 +295,40 @@ export function createApp({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
-    ready: Promise.all([verifier.ready, dataFeed.ready]).then(() => {}),
+    freshness,
+    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
+    subscriptions: {
+      get open() {
+        return streams.open
+      },
+      get listeners() {
+        return live.listeners
+      },
+      close: () => streams.close(),
+    },
     routes: app.routes.filter((r) => r.method !== 'ALL').map(({ method, path }) => ({ method, path })),
     drain: () => {
       draining = true
     },
     close: async () => {
+      streams.close()
+      live.close()
       await sourceFollower?.stop()
       await webhookWorker?.stop()
       stopSqlObservation()
       limits.close()
       clearInterval(retention)
-      await Promise.all([verifier.close(), dataFeed.stop()])
+      stopDataAge()
+      await Promise.all([verifier.close(), dataFeed.stop(), freshness.stop()])
       // After the verifier: no verification can add to the batch once it is written.
       await usage.close()
     },
   }
+}
+
+/** The hot routes' answers meet the same compression rule as every other answer (src/http/compression.ts). */
+function compressedHot(minBytes: number, handler: HotHandler): HotHandler {
+  if (minBytes <= 0) return handler
+  return (x) =>
+    handler(x)?.then((out) => (isAnswer(out) ? compressAnswer(out, x.method, x.header('accept-encoding'), minBytes) : out) as Promise<Answer | HandBack>)
 }

@@ -12,6 +12,7 @@ import { DataDirBusyError, readLock } from './db/embedded-lock.js'
 import { createLogger, setLogger } from './core/log.js'
 import { readLocalMigrations } from './db/migrate.js'
 import { packageRoot } from './core/paths.js'
+import { commaList } from './core/formats.js'
 import { createProgress } from './core/progress.js'
 import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { normalizeAddress } from './wallets/address.js'
@@ -20,7 +21,6 @@ import { BootError, prepareDatabase, startGateway, unreachableDatabase } from '.
 import { prisma } from './db/client.js'
 import {
   adminApiOps,
-  commaList,
   DELIVERY_STATUSES,
   parseEventTypes,
   runWebhooksCommand,
@@ -355,6 +355,17 @@ const port = (value: string) => {
   return value
 }
 
+/**
+ * A command group (`allowlist`, `webhooks`, `sources`) called without a known subcommand: a usage
+ * error (exit code 2) naming the actions, with a suggestion when the word is close to one.
+ */
+function refuseAction(group: Command, action: string | undefined, actions: string[]): never {
+  if (action === undefined)
+    group.error(`${group.name()} needs ${actions.length > 1 ? `${actions.slice(0, -1).join(', ')} or ${actions.at(-1)}` : actions[0]}.`, { exitCode: 2 })
+  const near = actions.filter((a) => distance(a, action.toLowerCase()) <= 2)
+  group.error(`unknown ${group.name()} action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
+}
+
 /** Edit distance, for "did you mean" on the allowlist actions (commander suggests commands and options itself). */
 function distance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j)
@@ -398,11 +409,7 @@ export function createProgram(): Command {
     .description(commands.allowlist.summary)
     .usage('add|remove|list [ADDRESS] [NOTE]')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) allowlist.error('allowlist needs add, remove or list.', { exitCode: 2 })
-      const near = ['add', 'remove', 'list'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      allowlist.error(`unknown allowlist action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(allowlist, action, ['add', 'remove', 'list']))
   allowlist
     .command('add')
     .description('Add a wallet (or update its note).')
@@ -424,11 +431,7 @@ export function createProgram(): Command {
     .description(commands.webhooks.summary)
     .usage('add|list|remove|deliveries …')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) webhooks.error('webhooks needs add, list, remove or deliveries.', { exitCode: 2 })
-      const near = ['add', 'list', 'remove', 'deliveries'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      webhooks.error(`unknown webhooks action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(webhooks, action, ['add', 'list', 'remove', 'deliveries']))
   const eventTypes = (text: string) => {
     try {
       return parseEventTypes(text)
@@ -470,11 +473,7 @@ export function createProgram(): Command {
     .description(commands.sources.summary)
     .usage('check [FILE]')
     .argument('[action]')
-    .action((action: string | undefined) => {
-      if (action === undefined) sources.error('sources needs check.', { exitCode: 2 })
-      const near = ['check'].filter((a) => distance(a, action!.toLowerCase()) <= 2)
-      sources.error(`unknown sources action '${action}'${near.length ? `\n(Did you mean ${near.join(' or ')}?)` : ''}`, { exitCode: 2 })
-    })
+    .action((action: string | undefined) => refuseAction(sources, action, ['check']))
   sources
     .command('check')
     .description('Validate the file, then ask each chain (chain id, head, Multicall3) and each vault (ERC-4626 reads, ERC-7540 if so configured).')

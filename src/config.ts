@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { commaList } from './core/formats.js'
 import { isEvmAddress } from './wallets/address.js'
 
 /** Thrown at boot for invalid settings; the message names every bad variable, one per line. */
@@ -77,10 +78,7 @@ const origins = (fallback: string) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? fallback)
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
+      const items = commaList(v ?? fallback)
       if (items.includes('*')) {
         if (items.length === 1) return '*' as const
         ctx.addIssue({ code: 'custom', message: '`*` cannot be combined with other origins' })
@@ -109,10 +107,7 @@ const secretKeys = z
   .string()
   .optional()
   .transform((v, ctx) => {
-    const keys = (v ?? '')
-      .split(',')
-      .map((k) => k.trim())
-      .filter(Boolean)
+    const keys = commaList(v)
     const parsed = keys.map((k) =>
       /^[0-9a-f]{64}$/i.test(k) ? Buffer.from(k, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(k) ? Buffer.from(k, 'base64') : undefined,
     )
@@ -148,10 +143,7 @@ const env = z.object({
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
+      const items = commaList(v)
       const bad = items.filter((a) => !isEvmAddress(a))
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not an EVM address (0x + 40 hex digits): ${bad.join(', ')}` })
@@ -174,9 +166,25 @@ const env = z.object({
   DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
+  // true: from node:http; fetch: inside app.fetch behind @hono/node-server (to measure the adapter); false: off.
+  HOT_PATH: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const s = (v ?? '').toLowerCase()
+      if (['', '1', 'true', 'yes', 'on'].includes(s)) return 'node' as const
+      if (['0', 'false', 'no', 'off'].includes(s)) return 'off' as const
+      if (s === 'fetch') return 'fetch' as const
+      ctx.addIssue({ code: 'custom', message: 'must be true, false or fetch' })
+      return z.NEVER
+    }),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
+  // Performance history (README "Performance history").
+  SPIKE_PCT: int(50, 0, 1_000_000),
+  // Freshness (decisions §10): data older than this is reported stale; 0 = never.
+  STALE_AFTER_MS: int(3_600_000, 0, 31_536_000_000),
   // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
@@ -216,6 +224,10 @@ const env = z.object({
   WEBHOOK_WORKER: optionalBool,
   WEBHOOK_CONCURRENCY: int(4, 1, 256),
   WEBHOOK_POLL_MS: int(2000, 50, 600_000),
+  // Subscriptions (README "Live updates").
+  SUBSCRIPTIONS_MAX: int(10_000, 0, 1_000_000),
+  SUBSCRIPTIONS_PER_IP: int(20, 0, 1_000_000),
+  SUBSCRIPTION_HEARTBEAT_MS: int(15_000, 100, 600_000),
   // The chain source (README "Following vaults on chain").
   VAULT_SOURCES_FILE: z
     .string()
@@ -282,6 +294,12 @@ export interface Config {
    * entry is still answered while one background request refreshes it (0 = never).
    */
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
+  /** Answer POST /graphql and the REST GET routes without Hono or Web Request objects (src/http/hot/; docs/adr/0004-hot-path.md). */
+  hotPath: 'node' | 'fetch' | 'off'
+  /** A share-price move above this percent from the previous snapshot is a spike, left out of APY windows; 0 = never (src/vaults/performance.ts). */
+  spikePct: number
+  /** /v1/status and GraphQL `meta` report `stale` when the newest data is older than this (0 = never; decisions §10). */
+  staleAfterMs: number
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
   /** How often verification counts and last-use times are written (src/keys/usage.ts); also the retention job's first run. */
@@ -330,6 +348,8 @@ export interface Config {
     /** The longest the worker sleeps without a notification (it also wakes on every NOTIFY). */
     pollMs: number
   }
+  /** GraphQL subscriptions over SSE: open streams per instance and per client IP (0 = none), and the heartbeat comment's interval. */
+  subscriptions: { max: number; perIp: number; heartbeatMs: number }
   /** The sources file (decisions §12): the chains and vaults to follow; unset = no chain source. */
   sourcesFile: string | undefined
 }
@@ -378,6 +398,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     migrateOnStart: e.MIGRATE_ON_START ?? true,
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
+    hotPath: e.HOT_PATH,
+    spikePct: e.SPIKE_PCT,
+    staleAfterMs: e.STALE_AFTER_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     apiKeyUsageFlushMs: e.API_KEY_USAGE_FLUSH_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU
@@ -415,6 +438,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       concurrency: e.WEBHOOK_CONCURRENCY,
       pollMs: e.WEBHOOK_POLL_MS,
     },
+    subscriptions: { max: e.SUBSCRIPTIONS_MAX, perIp: e.SUBSCRIPTIONS_PER_IP, heartbeatMs: e.SUBSCRIPTION_HEARTBEAT_MS },
     sourcesFile: e.VAULT_SOURCES_FILE,
   }
 }

@@ -1,8 +1,9 @@
-import { maxHeaderSize, type Server } from 'node:http'
+import { createServer, maxHeaderSize, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import { createAdaptorServer } from '@hono/node-server'
 import type { App } from './app.js'
+import { nodeListener } from './http/hot/node.js'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/client.js'
 import type { DemoHints } from './demo/dataset.js'
@@ -106,8 +107,11 @@ async function readSources(file: string): Promise<SourcesConfig> {
  * over Node's limit, a malformed request line) get the standard error body and
  * `Connection: close`, not Node's bare status line.
  */
-export function createHttpServer(app: Pick<App, 'fetch'>): Server {
-  const server = createAdaptorServer({ fetch: app.fetch }) as Server
+export function createHttpServer(app: Pick<App, 'fetch'> & Partial<Pick<App, 'hot' | 'fetchGeneral' | 'config'>>): Server {
+  // The hot routes straight from node:http (docs/adr/0004-hot-path.md); everything else through
+  // @hono/node-server as before (HOT_PATH=fetch: the hot routes too, inside app.fetch).
+  const fromNode = app.hot && app.fetchGeneral && app.config?.hotPath !== 'fetch'
+  const server = fromNode ? createServer(nodeListener(app.hot!, app.fetchGeneral!)) : (createAdaptorServer({ fetch: app.fetch }) as Server)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
       socket.destroy()
@@ -188,6 +192,9 @@ export async function startGateway(config: Config, { progress = silentProgress }
         draining = true
         app?.drain()
         if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+        // Subscription streams end with `event: complete` (their clients reconnect elsewhere): they
+        // would otherwise hold the server open until SHUTDOWN_TIMEOUT_MS.
+        app?.subscriptions.close()
         // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
         const done = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()

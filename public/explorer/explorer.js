@@ -1,18 +1,21 @@
-// vaultgate explorer: a small page over the GraphQL API (no build step, no framework).
+// vaultgate explorer: a small page over the GraphQL API and a few REST reads (no build step, no
+// framework; ES modules: lib.js helpers, performance.js the history panel, freshness.js the header).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
-// State lives in the URL (?vault=…&wallet=…&group_by=…&timeframe=…) so views can be shared.
+// State lives in the URL (?vault=…&wallet=…&history=…&group_by=…&timeframe=…) so views can be shared.
 
-const $ = (id) => document.getElementById(id)
-const PALETTE = ['#2563eb', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#06b6d4', '#f97316', '#84cc16', '#ec4899', '#64748b']
-const color = (i, alpha = 1) => {
-  const hex = PALETTE[i % PALETTE.length]
-  const [r, g, b] = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16))
-  return `rgba(${r}, ${g}, ${b}, ${alpha})`
-}
+import { fetchStatus, renderFreshness } from './freshness.js'
+import { $, amount, applyTheme, bucketLabel, color, compact, day, definitionList, drawChart, el, graphql, isPhone, minute, pct } from './lib.js'
+import { fetchPerformance, fetchPerformanceSeries, renderPerformance, renderPerformanceSeries, TIMEFRAMES } from './performance.js'
 
-const VAULT_LIST = `query ExplorerVaults($after: String) {
-  vaults(first: 200, after: $after) { edges { node { id name chain status tvl baseAsset } } pageInfo { hasNextPage endCursor } }
+const VAULT_LIST = `query ExplorerVaults($after: String, $orderBy: VaultOrder, $search: String) {
+  vaults(first: 200, after: $after, orderBy: $orderBy, search: $search) {
+    edges { node { id name chain status tvl tvlUsd baseAsset performance { apy7d apy30d } } }
+    pageInfo { hasNextPage endCursor }
+  }
 }`
+
+/** The list's sort choices: the API's orderBy (largest first), or none for its id order. */
+const SORTS = ['tvlUsd', 'tvl', 'apy7d', 'apy30d', 'id']
 
 const VAULT = `query ExplorerVault($id: ID!, $groupBy: CompositionGroupBy!, $timeframe: CompositionTimeframe!) {
   vault(id: $id) {
@@ -35,58 +38,23 @@ const WALLET = `query ExplorerWallet($address: String!, $vaultId: ID!) {
   }
 }`
 
-async function graphql(query, variables) {
-  const res = await fetch('/graphql', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
-    body: JSON.stringify({ query, variables }),
-  })
-  const body = await res.json().catch(() => ({ errors: [{ message: `HTTP ${res.status}` }] }))
-  if (body.errors?.length) throw new Error(body.errors.map((e) => e.message).join(' '))
-  return body.data
-}
-
 function showError(error) {
   const box = $('error')
   box.textContent = error ? String(error.message ?? error) : ''
   box.hidden = !error
 }
 
-/** Amounts arrive as exact decimal strings: group and trim them as text, never through a float. */
-function amount(text, maxFraction = 2) {
-  if (text === null || text === undefined) return '—'
-  const negative = text.startsWith('-')
-  const [int, frac = ''] = (negative ? text.slice(1) : text).split('.')
-  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',')
-  const shown = frac.slice(0, maxFraction).replace(/0+$/, '')
-  return `${negative ? '-' : ''}${grouped}${shown ? `.${shown}` : ''}`
-}
-
-const pct = (n) => `${n.toFixed(2)}%`
 const bps = (n) => (n === null || n === undefined ? '—' : `${(n / 100).toFixed(2)}%`)
-const day = (iso) => (iso ? iso.slice(0, 10) : '—')
-const minute = (iso) => iso.slice(0, 16).replace('T', ' ')
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag)
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') node.className = v
-    else if (k.startsWith('data-')) node.setAttribute(k, v)
-    else node[k] = v
-  }
-  for (const c of children) node.append(c)
-  return node
-}
-
-function definitionList(target, rows) {
-  target.replaceChildren(...rows.flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value ?? '—')]))
-}
-
 const state = {
   vault: null,
   wallet: '',
   groupBy: 'platform',
   timeframe: 'P30D',
+  /** The performance charts' timeframe, as the REST series takes it. */
+  history: '30d',
+  baseAsset: '',
+  sort: 'tvlUsd',
+  search: '',
 }
 
 function readUrl() {
@@ -95,12 +63,18 @@ function readUrl() {
   state.wallet = q.get('wallet') ?? ''
   if (['platform', 'asset'].includes(q.get('group_by'))) state.groupBy = q.get('group_by')
   if (['P7D', 'P30D', 'P1Y', 'ALL'].includes(q.get('timeframe'))) state.timeframe = q.get('timeframe')
+  if (TIMEFRAMES.includes(q.get('history'))) state.history = q.get('history')
+  if (SORTS.includes(q.get('sort'))) state.sort = q.get('sort')
+  state.search = q.get('q') ?? ''
 }
 
 function writeUrl() {
   const q = new URLSearchParams()
   if (state.vault) q.set('vault', state.vault)
   if (state.wallet) q.set('wallet', state.wallet)
+  if (state.history !== '30d') q.set('history', state.history)
+  if (state.sort !== 'tvlUsd') q.set('sort', state.sort)
+  if (state.search) q.set('q', state.search)
   if (state.groupBy !== 'platform') q.set('group_by', state.groupBy)
   if (state.timeframe !== 'P30D') q.set('timeframe', state.timeframe)
   history.replaceState(null, '', q.size ? `?${q}` : location.pathname)
@@ -109,10 +83,25 @@ function writeUrl() {
 // ---------------------------------------------------------------------------------------------
 // Vault list
 
-let vaultCursor = null
+/** The list's TVL: the sorted-by figure first (USD unless sorting by base-asset TVL), the other below. */
+function tvlCell(node) {
+  const usd = node.tvlUsd === null ? 'no USD price' : `$${compact(node.tvlUsd)}`
+  const base = `${compact(node.tvl)} ${node.baseAsset}`
+  const [first, second] = state.sort === 'tvl' ? [base, usd] : [usd, base]
+  return [first, el('div', { class: 'muted small' }, second)]
+}
 
+let vaultCursor = null
+let listRequest = 0
+
+/** The vault list in the chosen order (the API sorts: the list pages), filtered by the search box. */
 async function loadVaults(more = false) {
-  const data = await graphql(VAULT_LIST, { after: more ? vaultCursor : null })
+  const request = ++listRequest
+  const orderBy = state.sort === 'id' ? null : { field: state.sort, direction: 'desc' }
+  const data = await graphql(VAULT_LIST, { after: more ? vaultCursor : null, orderBy, search: state.search || null })
+  if (request !== listRequest) return []
+  const apyKey = state.sort === 'apy30d' ? 'apy30d' : 'apy7d'
+  $('apy-heading').textContent = apyKey === 'apy30d' ? 'APY 30d' : 'APY 7d'
   const rows = data.vaults.edges.map(({ node }) =>
     el(
       'tr',
@@ -123,9 +112,11 @@ async function loadVaults(more = false) {
         el('a', { href: `?vault=${encodeURIComponent(node.id)}` }, node.name),
         el('div', { class: 'muted small' }, `${node.chain} · ${node.status}`),
       ),
-      el('td', { class: 'num' }, `${amount(node.tvl, 0)} ${node.baseAsset}`),
+      el('td', { class: 'num', title: `${amount(node.tvl)} ${node.baseAsset}${node.tvlUsd === null ? '' : ` ≈ $${amount(node.tvlUsd)}`}` }, ...tvlCell(node)),
+      el('td', { class: 'num apy' }, pct(node.performance[apyKey])),
     ),
   )
+  if (!more && !rows.length) rows.push(el('tr', {}, el('td', { colSpan: 3, class: 'muted' }, state.search ? 'No vault matches.' : 'No vaults yet.')))
   if (more) $('vaults').append(...rows)
   else $('vaults').replaceChildren(...rows)
   vaultCursor = data.vaults.pageInfo.endCursor
@@ -135,9 +126,6 @@ async function loadVaults(more = false) {
 
 // ---------------------------------------------------------------------------------------------
 // One vault: metadata and charts
-
-let compositionChart = null
-let seriesChart = null
 
 function renderMeta(v) {
   $('vault-name').textContent = v.name
@@ -191,27 +179,24 @@ function renderComposition(v) {
       },
     ],
   }
-  if (compositionChart) {
-    compositionChart.data = data
-    compositionChart.update()
-  } else {
-    compositionChart = new Chart($('composition-chart'), {
-      type: 'doughnut',
-      data,
-      options: {
-        maintainAspectRatio: false,
-        animation: false,
-        plugins: { legend: { position: 'right' }, tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } } },
+  drawChart($('composition-chart'), {
+    type: 'doughnut',
+    data,
+    options: {
+      maintainAspectRatio: false,
+      animation: false,
+      plugins: {
+        legend: { position: isPhone() ? 'bottom' : 'right' },
+        tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } },
       },
-    })
-  }
+    },
+  })
 }
 
 function renderSeries(v) {
   const series = v.compositionSeries
-  const hourly = state.timeframe === 'P7D' || state.timeframe === 'P30D'
-  // "11-14 13:00" for hourly buckets, the date for daily and weekly ones.
-  const labels = series.points.map((p) => (hourly ? minute(p.t).slice(5) : day(p.t)))
+  const label = bucketLabel(state.timeframe === 'P7D' || state.timeframe === 'P30D')
+  const labels = series.points.map((p) => label(p.t))
   const datasets = series.labels.map((label, i) => ({
     label,
     data: series.points.map((p) => p.weightsPct[i]),
@@ -223,12 +208,7 @@ function renderSeries(v) {
     tension: 0,
   }))
   $('series-empty').hidden = series.points.length > 0
-  if (seriesChart) {
-    seriesChart.data = { labels, datasets }
-    seriesChart.update()
-    return
-  }
-  seriesChart = new Chart($('series-chart'), {
+  drawChart($('series-chart'), {
     type: 'line',
     data: { labels, datasets },
     options: {
@@ -246,18 +226,52 @@ function renderSeries(v) {
 
 // Answers can arrive out of order when controls change quickly: only the latest request renders.
 let vaultRequest = 0
+let historyRequest = 0
 let walletRequest = 0
 
+/** Metadata and composition (GraphQL); answers the vault, or null when a newer request took over. */
 async function showVault() {
   for (const row of document.querySelectorAll('#vaults tr')) row.classList.toggle('selected', row.dataset.vault === state.vault)
   const request = ++vaultRequest
   const data = await graphql(VAULT, { id: state.vault, groupBy: state.groupBy, timeframe: state.timeframe })
-  if (request !== vaultRequest) return
+  if (request !== vaultRequest) return null
   if (!data.vault) throw new Error(`Vault "${state.vault}" was not found.`)
+  state.baseAsset = data.vault.baseAsset
   renderMeta(data.vault)
   renderComposition(data.vault)
   renderSeries(data.vault)
   document.body.dataset.vault = data.vault.id
+  return data.vault
+}
+
+/**
+ * The performance panel (REST, decisions §9): the APY windows unless `summary` is false (only the
+ * timeframe changed), and the series. `vault` is showVault's pending answer when both load at once
+ * (the charts name the base asset).
+ */
+async function showHistory({ vault = null, summary = true } = {}) {
+  const request = ++historyRequest
+  for (const b of document.querySelectorAll('#history-timeframe button')) b.setAttribute('aria-pressed', String(b.dataset.timeframe === state.history))
+  const reads = Promise.all([summary ? fetchPerformance(state.vault) : null, fetchPerformanceSeries(state.vault, state.history)])
+  await vault
+  // A failed history read is shown in its panel and leaves the rest of the page working (a vault
+  // that does not exist is reported by showVault).
+  const [perf, series] = await reads.catch((error) => [error, null])
+  if (request !== historyRequest) return
+  $('performance-error').hidden = !(perf instanceof Error)
+  if (perf instanceof Error) {
+    $('performance-error').textContent = `Performance history unavailable: ${perf.message}`
+    return
+  }
+  if (perf) renderPerformance(perf, state.baseAsset)
+  renderPerformanceSeries(series, state.baseAsset)
+  document.body.dataset.history = `${state.vault} ${series.timeframe}`
+}
+
+/** A vault's whole view: metadata, composition and history load in parallel, and the header's freshness with them. */
+async function showVaultAndHistory() {
+  const vault = showVault()
+  await Promise.all([vault, showHistory({ vault }), showFreshness()])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,11 +351,34 @@ function wire() {
     state.vault = row.dataset.vault
     writeUrl()
     run(async () => {
-      await showVault()
+      await showVaultAndHistory()
       await showWallet()
     })
   })
+  $('history-timeframe').addEventListener('click', (e) => {
+    const button = e.target.closest('button[data-timeframe]')
+    if (!button || button.dataset.timeframe === state.history) return
+    state.history = button.dataset.timeframe
+    writeUrl()
+    run(() => showHistory({ summary: false }))
+  })
   $('more-vaults').addEventListener('click', () => run(() => loadVaults(true)))
+  $('vault-sort').value = state.sort
+  $('vault-search').value = state.search
+  $('vault-sort').addEventListener('change', (e) => {
+    state.sort = e.target.value
+    writeUrl()
+    run(() => loadVaults())
+  })
+  let typing = null
+  $('vault-search').addEventListener('input', (e) => {
+    clearTimeout(typing)
+    typing = setTimeout(() => {
+      state.search = e.target.value.trim()
+      writeUrl()
+      run(() => loadVaults())
+    }, 250)
+  })
   $('wallet-form').addEventListener('submit', (e) => {
     e.preventDefault()
     state.wallet = $('wallet-address').value.trim()
@@ -350,16 +387,31 @@ function wire() {
   })
 }
 
+// For other modules (a live-update module can import these and re-render on a push).
+export { loadVaults, run, showFreshness, showHistory, showVault, showVaultAndHistory, showWallet, state }
+
+/** The header's freshness line; the page works without it (an older gateway has no /v1/status). */
+async function showFreshness() {
+  try {
+    renderFreshness(await fetchStatus())
+  } catch {
+    $('freshness').hidden = true
+  }
+}
+
 readUrl()
+applyTheme()
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme)
 wire()
 run(async () => {
   const ids = await loadVaults()
   state.vault ??= ids[0] ?? null
   if (!state.vault) {
     $('vault-name').textContent = 'No vaults yet'
+    await showFreshness()
     return
   }
-  await showVault()
+  await showVaultAndHistory()
   await showWallet()
 }).finally(() => {
   document.body.dataset.ready = 'true'

@@ -1,6 +1,12 @@
 import { AppError } from './errors.js'
 
 /**
+ * What a deadline needs of its client's connection: an AbortSignal, or anything that can say it
+ * closed (the node:http fast path answers from the socket without making a signal per request).
+ */
+export type ClientSignal = Pick<AbortSignal, 'aborted' | 'addEventListener'>
+
+/**
  * A request's deadline. Its AbortSignal and timer are made on first use: a request answered without
  * running GraphQL (a cached read, a health check) never pays for them.
  */
@@ -13,10 +19,10 @@ export class Deadline {
     readonly at: number,
     readonly ms: number,
     /** Aborts too when this does (the client went away). */
-    private readonly client?: AbortSignal,
+    private readonly client?: ClientSignal,
   ) {}
 
-  static in(ms: number, client?: AbortSignal): Deadline {
+  static in(ms: number, client?: ClientSignal): Deadline {
     return new Deadline(Date.now() + ms, ms, client)
   }
 

@@ -15,3 +15,10 @@ export const AmountString = z
 export const TimestampString = z.iso
   .datetime({ precision: 3 })
   .meta({ description: 'RFC 3339 in UTC with milliseconds.', examples: ['2026-11-21T12:00:00.000Z'] })
+
+/** A comma-separated list, blanks dropped (settings, X-Forwarded-For, CLI arguments). */
+export const commaList = (text: string | null | undefined): string[] =>
+  (text ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)

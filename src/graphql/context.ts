@@ -3,7 +3,10 @@ import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
-import { createLoaders, type Loaders } from './loaders.js'
+import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import type { DataTimes, Freshness } from '../freshness/status.js'
+import type { LiveHub } from '../live/hub.js'
+import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
 export interface Context {
@@ -12,12 +15,25 @@ export interface Context {
   /** Lazily built per request; never shared across requests. */
   readonly loaders: Loaders
   now: Date
+  /** Settings resolvers' rules read (SPIKE_PCT). */
+  settings: LoaderSettings
   /** The app's clock (tests inject one); `now` is its reading when the request began. */
   clock: Clock
   /** The wallet-session caller (key management), authenticated on first use; rejects with an AppError. */
   viewer(): Promise<Viewer>
   /** Aborts at the request's deadline or when its client goes away; pass it to slow work. */
   readonly signal: AbortSignal
+  /** The instance's subscription fan-out (src/live/hub.ts); absent where nothing subscribes (the REST shim's tests). */
+  live?: LiveHub
+  /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
+  fresh(): void
+  /**
+   * The freshness times this request answers with (decisions §10): those the HTTP layer took for
+   * its Data-As-Of header when it did, else read once (the same for every field of the request).
+   */
+  dataTimes(): Promise<DataTimes>
+  /** The app's freshness service (GraphQL `meta`); absent in a context built without one. */
+  freshness?: Freshness
 }
 
 /** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
@@ -26,7 +42,11 @@ export interface RequestScope {
   deadline?: Deadline
   /** Set by the REST shim: its answers keep the errors' HTTP statuses (src/graphql/response-rules.ts). */
   rest?: boolean
+  /** The freshness times the answer's Data-As-Of header carries (src/http/headers.ts), so body and header agree. */
+  dataTimes?: DataTimes
 }
+
+const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
 
@@ -38,24 +58,41 @@ export function createContext({
   now,
   clock = systemClock,
   authenticate = notConfigured,
+  settings = { spikePct: DEFAULT_SPIKE_PCT },
+  live,
+  dataTimes,
+  freshness,
 }: RequestScope & {
   request: Request
   now?: Date
   clock?: Clock
+  /** The configuration the loaders' rules read (defaults: the settings' defaults). */
+  settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
+  live?: LiveHub
+  freshness?: Freshness
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
+  let times: Promise<DataTimes> | undefined
   return {
+    live,
+    fresh() {
+      loaders = undefined
+      this.now = clock()
+    },
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {
-      loaders ??= createLoaders()
+      loaders ??= createLoaders(settings)
       return loaders
     },
     now: now ?? clock(),
+    settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
+    dataTimes: () => (times ??= Promise.resolve(dataTimes ?? freshness?.current() ?? NO_TIMES)),
+    freshness,
     // The deadline's signal is made on first use: most requests never ask for it.
     get signal() {
       return deadline?.signal ?? request.signal

@@ -1,8 +1,17 @@
 // createGraphQLError builds the error with Yoga's own graphql instance (a test runner may load a
 // second copy of graphql, and Yoga only strips the internal `http` extension from its own errors).
+import type { GraphQLError } from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import { echoSafe, isErrorCode, isGraphQLError, toAppError, withoutLongEchoes } from '../core/errors.js'
 import { logger } from '../core/log.js'
+
+/** The same error (nodes, source, positions, path) with another message and extensions. */
+export function rebuildError(e: GraphQLError, message: string, extensions: GraphQLError['extensions'] = e.extensions): GraphQLError {
+  return createGraphQLError(message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, extensions })
+}
+
+/** graphql-js' "Did you mean …?" suggestions removed: they reveal schema that introspection may hide. */
+export const withoutSuggestions = (message: string) => message.replace(/ Did you mean .*\?$/, '')
 
 /**
  * Expected failures are AppErrors (GraphQLErrors with a code) and pass through; syntax and
@@ -15,23 +24,11 @@ export function maskError(error: unknown): Error {
     if (!original || isGraphQLError(original)) {
       if (isErrorCode(error.extensions.code)) return error
       // graphql-js repeats a bad variable's value whole (`Variable "$x" got invalid value "…"`).
-      return createGraphQLError(withoutLongEchoes(error.message), {
-        nodes: error.nodes,
-        source: error.source,
-        positions: error.positions,
-        path: error.path,
-        extensions: { ...error.extensions, code: 'bad_request' },
-      })
+      return rebuildError(error, withoutLongEchoes(error.message), { ...error.extensions, code: 'bad_request' })
     }
     const app = toAppError(original)
     if (app.code === 'internal' || app.code === 'unavailable') logger.error({ err: original, path: logPath(error.path) }, 'resolver failed')
-    return createGraphQLError(app.message, {
-      nodes: error.nodes,
-      source: error.source,
-      positions: error.positions,
-      path: error.path,
-      extensions: app.extensions,
-    })
+    return rebuildError(error, app.message, app.extensions)
   }
   const app = toAppError(error)
   logger.error({ err: error }, 'request failed')
@@ -52,13 +49,7 @@ export const useValidationErrorCodes = (): Plugin => ({
       if (valid) return
       setResult(
         result.map((e) =>
-          createGraphQLError(withoutLongEchoes(e.message.replace(/ Did you mean .*\?$/, '')), {
-            nodes: e.nodes,
-            source: e.source,
-            positions: e.positions,
-            path: e.path,
-            extensions: { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } },
-          }),
+          rebuildError(e, withoutLongEchoes(withoutSuggestions(e.message)), { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } }),
         ),
       )
     },

@@ -9,6 +9,7 @@ import type { Config } from '../config.js'
 import type { Context } from './context.js'
 import { AppError } from '../core/errors.js'
 import { operationCost, overCost } from './cost.js'
+import { rebuildError, withoutSuggestions } from './errors.js'
 
 /** Header a GET (or form-encoded) GraphQL request must carry, so a cross-site page cannot send one blind. */
 export const CSRF_HEADERS = ['x-graphql-csrf', 'x-graphql-yoga-csrf', 'apollo-require-preflight']
@@ -52,6 +53,11 @@ export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
 function costLimit(max: number): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
+      const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
+      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
+    },
+    // Subscriptions do not go through onExecute: each of their events costs what the document asks for.
+    onSubscribe({ args, setResultAndStopExecution }) {
       const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
       if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
     },
@@ -114,16 +120,10 @@ export function useRequestDeadline(): Plugin {
  * validation errors): suggestions reveal schema that introspection may hide.
  */
 export function useNoSuggestions(): Plugin {
-  const strip = (e: GraphQLError) =>
-    / Did you mean .*\?$/.test(e.message)
-      ? createGraphQLError(e.message.replace(/ Did you mean .*\?$/, ''), {
-          nodes: e.nodes,
-          source: e.source,
-          positions: e.positions,
-          path: e.path,
-          extensions: e.extensions,
-        })
-      : e
+  const strip = (e: GraphQLError) => {
+    const message = withoutSuggestions(e.message)
+    return message === e.message ? e : rebuildError(e, message)
+  }
   return {
     onExecute: () => ({
       onExecuteDone({ result, setResult }) {

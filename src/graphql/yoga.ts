@@ -5,6 +5,7 @@ import { resolveViewer } from '../auth/viewer.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../core/clock.js'
 import type { RateLimits } from '../core/rate-limit.js'
+import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
 import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
@@ -12,6 +13,8 @@ import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
+import { useEventStreamHeartbeat } from './sse.js'
+import type { LiveHub } from '../live/hub.js'
 
 export type Yoga = YogaServerInstance<RequestScope, Context>
 
@@ -25,10 +28,16 @@ export function createGatewayYoga({
   clock,
   limits,
   examples,
+  live,
+  freshness,
 }: {
   config: Config
+  /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
+  freshness?: Freshness
   clock: Clock
   limits: RateLimits
+  /** The subscriptions' fan-out (src/live/hub.ts); without it a subscription is refused. */
+  live?: LiveHub
   /** Ids for GraphiQL's example operations (the demo data's, when it is loaded; may arrive after start). */
   examples?: ExampleIds | Promise<ExampleIds | undefined>
 }): Yoga {
@@ -36,11 +45,25 @@ export function createGatewayYoga({
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline }) =>
-      guardKeyManagement(createContext({ request, requestId, deadline, now: clock(), clock, authenticate: (r) => resolveViewer(r, session) }), {
-        limits,
-        config,
-      }),
+    context: ({ request, requestId, deadline, dataTimes }) =>
+      guardKeyManagement(
+        createContext({
+          request,
+          requestId,
+          deadline,
+          now: clock(),
+          clock,
+          authenticate: (r) => resolveViewer(r, session),
+          settings: { spikePct: config.spikePct },
+          live,
+          dataTimes,
+          freshness,
+        }),
+        {
+          limits,
+          config,
+        },
+      ),
     maskedErrors: { maskError },
     graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
     // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
@@ -55,6 +78,8 @@ export function createGatewayYoga({
       useOperationMetrics(),
       ...protectionPlugins(config),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
+      // Subscriptions over SSE (README "Live updates"), with the configured heartbeat.
+      useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
     ],
   })
 }

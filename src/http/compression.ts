@@ -129,3 +129,36 @@ export function withCompression(
     })
   }
 }
+
+/** The hot path's finished answer (src/http/hot/exchange.ts Answer): lowercase header names, text body. */
+interface TextAnswer {
+  status: number
+  headers: Record<string, string>
+  body: string | Buffer | null
+}
+
+/**
+ * The same rule for an answer of the hot path (docs/adr/0004-hot-path.md), which never becomes a
+ * Web Response: compressed when large, compressible and welcome, with Vary and a weak ETag as above.
+ */
+export async function compressAnswer<A extends TextAnswer>(answer: A, method: string, acceptEncoding: string | undefined, minBytes: number): Promise<A> {
+  if (minBytes <= 0 || typeof answer.body !== 'string' || method === 'HEAD' || answer.status < 200 || answer.status === 204 || answer.status === 304)
+    return answer
+  const h = answer.headers
+  const type = h['content-type']
+  if (!type || !COMPRESSIBLE.test(type) || NEVER.test(type) || h['content-encoding'] !== undefined) return answer
+  if (/\bno-transform\b/i.test(h['cache-control'] ?? '')) return answer
+  // Length in bytes is at least the length in UTF-16 units / 1 and at most 3×: skip the count when clearly small.
+  if (answer.body.length * 3 < minBytes) return answer
+  const bytes = Buffer.from(answer.body)
+  if (bytes.byteLength < minBytes) return answer
+  const vary = h.vary
+  if (!vary) h.vary = 'Accept-Encoding'
+  else if (!/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(vary)) h.vary = `${vary}, Accept-Encoding`
+  const encoding = chooseEncoding(acceptEncoding)
+  if (!encoding) return answer
+  const compressed = await compressBytes(bytes, encoding)
+  h['content-encoding'] = encoding
+  if (h.etag) h.etag = weak(h.etag)
+  return { ...answer, body: compressed }
+}

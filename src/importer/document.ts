@@ -254,27 +254,40 @@ export function zodIssues(error: z.ZodError): Issue[] {
 }
 
 /** Cross-field and cross-row rules that a per-field schema cannot express. */
+/** One issue per repeated key, naming where the key first appeared (records are keyed, §7). */
+function flagDuplicates<T>(issues: Issue[], items: readonly T[], keyOf: (item: T) => string, issue: (item: T, index: number, first: number) => Issue) {
+  const first = new Map<string, number>()
+  items.forEach((item, i) => {
+    const key = keyOf(item)
+    const f = first.get(key)
+    if (f !== undefined) issues.push(issue(item, i, f))
+    else first.set(key, i)
+  })
+}
+
 export function consistencyIssues(doc: ImportDocument): Issue[] {
   const issues: Issue[] = []
-  const firstVault = new Map<string, number>()
+  flagDuplicates(
+    issues,
+    doc.vaults,
+    (v) => v.id,
+    (v, i, first) => ({ path: ['vaults', i, 'id'], message: `duplicate id "${v.id}" (first at vaults[${first}])` }),
+  )
   doc.vaults.forEach((v, i) => {
-    const first = firstVault.get(v.id)
-    if (first !== undefined) issues.push({ path: ['vaults', i, 'id'], message: `duplicate id "${v.id}" (first at vaults[${first}])` })
-    else firstVault.set(v.id, i)
     const { min_deposit: min, max_deposit: max } = v.deposit_constraints
     if (min !== null && max !== null && new Decimal(min).gt(max))
       issues.push({ path: ['vaults', i, 'deposit_constraints', 'min_deposit'], message: 'must not exceed max_deposit' })
   })
-  const firstSnapshot = new Map<string, number>()
+  flagDuplicates(
+    issues,
+    doc.compositions,
+    (c) => `${c.vault_id}\u0000${c.as_of}`,
+    (c, i, first) => ({
+      path: ['compositions', i, 'as_of'],
+      message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
+    }),
+  )
   doc.compositions.forEach((c, i) => {
-    const key = `${c.vault_id}\u0000${c.as_of}`
-    const first = firstSnapshot.get(key)
-    if (first !== undefined)
-      issues.push({
-        path: ['compositions', i, 'as_of'],
-        message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
-      })
-    else firstSnapshot.set(key, i)
     // The allocations of a snapshot are the whole vault: their pct add up to 100 (an empty list, a
     // vault not yet allocated, too). Summed exactly: floating point cannot move the tolerance.
     if (c.positions.length > 0) {
@@ -282,34 +295,32 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
       if (sum.minus(100).abs().gt('0.01'))
         issues.push({ path: ['compositions', i, 'positions'], message: `pct values must sum to 100 (± 0.01); they sum to ${sum.toFixed()}` })
     }
-    const firstPosition = new Map<string, number>()
-    c.positions.forEach((p, j) => {
-      const pkey = `${p.platform}\u0000${p.asset}`
-      const f = firstPosition.get(pkey)
-      if (f !== undefined)
-        issues.push({
-          path: ['compositions', i, 'positions', j],
-          message: `duplicate platform and asset "${p.platform}"/"${p.asset}" (first at positions[${f}])`,
-        })
-      else firstPosition.set(pkey, j)
-    })
+    flagDuplicates(
+      issues,
+      c.positions,
+      (p) => `${p.platform}\u0000${p.asset}`,
+      (p, j, first) => ({
+        path: ['compositions', i, 'positions', j],
+        message: `duplicate platform and asset "${p.platform}"/"${p.asset}" (first at positions[${first}])`,
+      }),
+    )
   })
-  const firstVaultSnapshot = new Map<string, number>()
-  doc.vault_snapshots.forEach((s, i) => {
-    const key = `${s.vault_id}\u0000${s.as_of}`
-    const first = firstVaultSnapshot.get(key)
-    if (first !== undefined)
-      issues.push({
-        path: ['vault_snapshots', i, 'as_of'],
-        message: `duplicate snapshot of vault "${s.vault_id}" at ${s.as_of} (first at vault_snapshots[${first}])`,
-      })
-    else firstVaultSnapshot.set(key, i)
-  })
-  const firstTx = new Map<string, number>()
+  flagDuplicates(
+    issues,
+    doc.vault_snapshots,
+    (s) => `${s.vault_id}\u0000${s.as_of}`,
+    (s, i, first) => ({
+      path: ['vault_snapshots', i, 'as_of'],
+      message: `duplicate snapshot of vault "${s.vault_id}" at ${s.as_of} (first at vault_snapshots[${first}])`,
+    }),
+  )
+  flagDuplicates(
+    issues,
+    doc.transactions,
+    (t) => t.id,
+    (t, i, first) => ({ path: ['transactions', i, 'id'], message: `duplicate id "${t.id}" (first at transactions[${first}])` }),
+  )
   doc.transactions.forEach((t, i) => {
-    const first = firstTx.get(t.id)
-    if (first !== undefined) issues.push({ path: ['transactions', i, 'id'], message: `duplicate id "${t.id}" (first at transactions[${first}])` })
-    else firstTx.set(t.id, i)
     if (t.completed_at === null && t.status === 'completed')
       issues.push({ path: ['transactions', i, 'completed_at'], message: 'is required when status is "completed"' })
     if (t.completed_at !== null) {
@@ -317,8 +328,13 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
       else if (t.completed_at < t.timestamp) issues.push({ path: ['transactions', i, 'completed_at'], message: 'must not be earlier than timestamp' })
     }
   })
-  return issues
+  // Duplicates are found per section, the other rules per record: list them record by record, in
+  // document order (a stable sort), as people read the document.
+  const section = (i: Issue) => SECTIONS.indexOf(i.path[0] as (typeof SECTIONS)[number])
+  return issues.sort((a, b) => section(a) - section(b) || Number(a.path[1]) - Number(b.path[1]))
 }
+
+const SECTIONS = ['vaults', 'compositions', 'vault_snapshots', 'transactions'] as const
 
 /**
  * Validates a whole import document (docs/spec/decisions.md §7) and returns it in canonical form.

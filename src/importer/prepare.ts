@@ -25,6 +25,12 @@ export interface ImportSummary {
   totals: Record<ChunkedSection, number>
   /** Distinct vault ids of the vault_snapshots section. */
   snapshotVaultIds: string[]
+  /** Distinct vault ids of the compositions section (the change announced to subscribers). */
+  compositionVaultIds: string[]
+  /** The transactions written, by id and wallet (the change announced to subscribers, src/live/). */
+  transactionRefs: { id: string; address: string }[]
+  /** The newest snapshot, composition or transaction time of the document (freshness, decisions §10); null when none. */
+  newestTime: string | null
   outsideRefs: OutsideReference[]
 }
 
@@ -53,8 +59,26 @@ export function summarize(doc: ImportDocument): ImportSummary {
     vaults: doc.vaults,
     totals: { compositions: doc.compositions.length, vault_snapshots: doc.vault_snapshots.length, transactions: doc.transactions.length },
     snapshotVaultIds: [...new Set(doc.vault_snapshots.map((s) => s.vault_id))],
+    compositionVaultIds: [...new Set(doc.compositions.map((c) => c.vault_id))],
+    transactionRefs: doc.transactions.map((t) => ({ id: t.id, address: t.address })),
+    newestTime: newestDataTime(doc),
     outsideRefs: [...outside.values()],
   }
+}
+
+/** The newest snapshot or transaction time (submitted or completed) of a document; null when it has none. */
+function newestDataTime(doc: ImportDocument): string | null {
+  let newest = Number.NEGATIVE_INFINITY
+  const see = (t: string | null | undefined) => {
+    if (t) newest = Math.max(newest, Date.parse(t))
+  }
+  for (const s of doc.vault_snapshots) see(s.as_of)
+  for (const c of doc.compositions) see(c.as_of)
+  for (const t of doc.transactions) {
+    see(t.timestamp)
+    see(t.completed_at)
+  }
+  return newest === Number.NEGATIVE_INFINITY ? null : new Date(newest).toISOString()
 }
 
 /** The chunks of a section of a validated document. */

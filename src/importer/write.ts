@@ -189,6 +189,23 @@ const LIVE_VALUES_UPDATE_CAPTURING = `WITH moved AS (${liveValuesUpdate('RETURNI
   INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status) SELECT 'vault_values', id, NULL FROM moved
   ON CONFLICT (kind, id) DO NOTHING`
 
+// The freshness contract's bookkeeping (decisions §10, src/freshness/): the import's time, and the
+// newest data time the database holds. Concurrent imports may commit out of order: neither moves back.
+const DATA_STATE_UPDATE = `INSERT INTO data_state (id, data_as_of, last_import_at) VALUES (1, $1::timestamptz, $2::timestamptz)
+  ON CONFLICT (id) DO UPDATE SET data_as_of = GREATEST(data_state.data_as_of, EXCLUDED.data_as_of),
+    last_import_at = GREATEST(data_state.last_import_at, EXCLUDED.last_import_at)`
+
+/**
+ * The data time an import leaves (data_state.data_as_of): the newest time of its document
+ * (src/importer/prepare.ts summarize) or `recordedAt` when it recorded live values as snapshots,
+ * never later than the import itself.
+ */
+export function newestTimeOf(documentNewest: string | null, recordedAt: string | null, importedAt: string): string | null {
+  const times = [documentNewest, recordedAt].filter((t): t is string => t !== null).map((t) => Date.parse(t))
+  if (times.length === 0) return null
+  return new Date(Math.min(Math.max(...times), Date.parse(importedAt))).toISOString()
+}
+
 /** Above this many rows, refresh planner statistics: PGlite has no autovacuum to do it. */
 const ANALYZE_THRESHOLD = 1000
 
@@ -228,6 +245,15 @@ export interface ImportOptions {
  */
 export async function importDocument(doc: unknown, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
   return importSource(sourceOf(validateImportDocument(doc)), db, options)
+}
+
+/**
+ * importDocument for a document already valid and canonical (what validateImportDocument returns):
+ * the demo seed's generated dataset, which test/demo/demo.test.ts checks is, and whose 140,000
+ * snapshots would otherwise cost the first start seconds of validation.
+ */
+export async function writeDocument(data: ImportDocument, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+  return importSource(sourceOf(data), db, options)
 }
 
 /**
@@ -287,7 +313,7 @@ async function writeSource(
     onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: summary.totals.vault_snapshots })
     await turn()
   }
-  if (summary.vaults.length > 0) await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt)
+  const recorded = summary.vaults.length > 0 ? await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt) : 0
   await syncLiveValues(tx, [...summary.vaults.map((v) => v.id), ...summary.snapshotVaultIds], capture?.vaults ?? false)
   for await (const { json, rows } of source.chunks('compositions', size(COMPOSITION_CHUNK))) {
     if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
@@ -309,8 +335,14 @@ async function writeSource(
   if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
     await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
   if (capture) await emitCapturedChanges(tx, capture)
-  // Every gateway process drops the answers it derived from the old data (response caches).
-  await announceDataChange(tx)
+  // Last, so the one row is locked only until the commit that follows (concurrent imports queue here, briefly).
+  await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(summary.newestTime, recorded > 0 ? importedAt : null, importedAt), importedAt)
+  // Every gateway process drops the answers it derived from the old data (response caches) and
+  // tells its subscribers (src/live/hub.ts) which vaults and wallets the import wrote.
+  await announceDataChange(tx, {
+    vaults: [...summary.vaults.map((v) => v.id), ...summary.snapshotVaultIds, ...summary.compositionVaultIds],
+    transactions: summary.transactionRefs,
+  })
   return counts
 }
 

@@ -83,6 +83,9 @@ export async function createApiKey(
       allowedCidrs,
     })
     await recordKeyEvent(tx, { at: now, wallet, keyId: record.id, action: 'created', actor })
+    // Subscribers of apiKeyChanged (src/live/hub.ts) hear of the creation too; with a key revoked
+    // above, its notification (the same payload, which PostgreSQL sends once) already says so.
+    if (!revoked) await notifyKeysChanged(tx, wallet)
     return { record, revoked }
   })
   if (revoked) walletKeysChanged(wallet)

@@ -4,6 +4,7 @@ import { defaultStatus, type ErrorCode } from '../core/errors.js'
 import type { JsonSchema, Params } from '../rest/params.js'
 import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/route.js'
 import { components, ErrorBody } from '../rest/wire.js'
+import { isKeyPath } from '../http/headers.js'
 import examples from './examples.json' with { type: 'json' }
 
 // The OpenAPI 3.1 document, generated from the REST shim's route table (and the descriptions of
@@ -65,12 +66,23 @@ export const RATE_LIMIT_HEADERS = {
   },
 }
 
+/** On every successful read (REST GETs, GraphQL queries; not key management): decisions §10. */
+export const DATA_AS_OF_HEADER = {
+  'Data-As-Of': {
+    description:
+      "The time of the newest data the answer could use: the gateway's `data_as_of` (GET /v1/status) when it was computed, RFC 3339 in UTC with milliseconds. A cached answer (304 included) keeps the value it was computed with. Absent while the gateway holds no data.",
+    schema: { type: 'string', format: 'date-time', examples: ['2026-11-21T12:00:00.000Z'] },
+  },
+}
+
 /** A shim route as an operation: `/v1` + its path, its documented errors, caching and parameters. */
 export function restOperation(route: RestRoute, prefix = '/v1'): OperationDoc {
+  const read = route.method === 'GET' && !isKeyPath(prefix + route.path) ? DATA_AS_OF_HEADER : {}
   const responses: Record<number, ResponseDoc> = {
-    200: { description: 'OK', schema: route.response, headers: { ...(route.cache ? CACHE_HEADERS : NO_STORE), ...RATE_LIMIT_HEADERS } },
+    200: { description: 'OK', schema: route.response, headers: { ...(route.cache ? CACHE_HEADERS : NO_STORE), ...RATE_LIMIT_HEADERS, ...read } },
   }
-  if (route.cache) responses[304] = { description: 'Not modified: the If-None-Match header names the current ETag. No body.', headers: RATE_LIMIT_HEADERS }
+  if (route.cache)
+    responses[304] = { description: 'Not modified: the If-None-Match header names the current ETag. No body.', headers: { ...RATE_LIMIT_HEADERS, ...read } }
   const headers: Params = { ...route.headers }
   if (route.cache) {
     headers['If-None-Match'] = { description: 'ETags of answers you hold; a match answers 304.', schema: { type: 'string' }, parse: (t) => t }
@@ -113,7 +125,12 @@ const SECURITY_SCHEMES: Record<SecurityScheme, Record<string, unknown>> = {
 }
 
 const TAGS = [
-  { name: 'Vaults', description: 'Vault metadata, current composition and composition series. Public and cacheable.' },
+  {
+    name: 'Vaults',
+    description:
+      'Vault metadata, current composition and composition series, performance (share price, TVL, realized APY) and its series. Public and cacheable.',
+  },
+  { name: 'Status', description: 'How old the data is: the freshness contract.' },
   { name: 'Wallets', description: "A wallet's transactions, pending redeems and position summaries." },
   { name: 'API keys', description: 'Create, inspect and revoke the API key of the order-exchange interface, with a wallet-session token.' },
   { name: 'GraphQL', description: 'The GraphQL endpoint the REST routes are built on. GraphiQL: open /graphql in a browser.' },

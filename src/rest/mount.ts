@@ -4,8 +4,11 @@ import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
+import type { Freshness } from '../freshness/status.js'
 import type { AppEnv } from '../http/env.js'
+import { parseJsonObject } from '../http/json-body.js'
 import { etagOf, notModified } from '../http/etag.js'
+import { isKeyPath } from '../http/headers.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 import type { Params, ParsedParams } from './params.js'
 import { pathParamNames, resultError, type RestRoute, type RouteInput } from './route.js'
@@ -21,14 +24,7 @@ async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>
   if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) throw new AppError('bad_request', 'Content-Type must be application/json.')
   const text = await c.req.text()
   if (text.trim() === '') return {}
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    throw new AppError('bad_request', 'The request body is not valid JSON.')
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('bad_request', 'The request body must be a JSON object.')
-  return body as Record<string, unknown>
+  return parseJsonObject(text)
 }
 
 function parseParams<P extends Params>(declared: P, raw: Record<string, string | undefined>): ParsedParams<P> {
@@ -37,43 +33,86 @@ function parseParams<P extends Params>(declared: P, raw: Record<string, string |
   return out as ParsedParams<P>
 }
 
-async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<RouteInput> {
-  const all = c.req.queries()
+/** A route's input from its path parameters, its query (every value of each name) and its body. */
+export function inputOf(route: RestRoute, pathParams: Record<string, string>, queries: Record<string, string[]>, body: Record<string, unknown>): RouteInput {
   const query: Record<string, string | undefined> = {}
-  for (const [k, v] of Object.entries(all)) {
+  for (const [k, v] of Object.entries(queries)) {
     if (v.length > 1) throw new AppError('bad_request', `Query parameter ${quoted(k)} is given more than once.`)
     query[k] = v[0]
   }
-  return { params: parseParams(route.params, c.req.param()), query: parseParams(route.query, query), body: await readBody(c) }
+  return { params: parseParams(route.params, pathParams), query: parseParams(route.query, query), body }
+}
+
+async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<RouteInput> {
+  // Parameters first, then the body (a bad parameter is answered without reading it).
+  const pathParams = c.req.param() as Record<string, string>
+  const queries = c.req.queries()
+  const partial = inputOf(route, pathParams, queries, {})
+  return route.method === 'POST' ? { ...partial, body: await readBody(c) } : partial
+}
+
+/** Whether a route's answer is vault or wallet data, carrying Data-As-Of (decisions §10): GET routes other than key management. */
+export const readsData = (route: RestRoute) => route.method === 'GET' && !isKeyPath(`/v1${route.path}`)
+
+/**
+ * What a route answers with a 200 (`cacheControl` only on `cache`d routes), after running its
+ * document. `reads`: for a read, the freshness times, taken before the document runs (the data it
+ * reads is at least this new), go into its context and the answer's `dataAsOf`.
+ */
+export async function runRoute(
+  yoga: Yoga,
+  route: RestRoute,
+  input: RouteInput,
+  request: Request,
+  scope: RequestScope,
+  routePath: string,
+  reads?: Freshness,
+): Promise<CachedResponse> {
+  const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
+  const variables = route.variables(input)
+  const dataTimes = reads && (await reads.current())
+  const result = (await yoga.getResultForParams(
+    { params: { query: route.document, variables }, request },
+    dataTimes ? { ...scope, dataTimes } : scope,
+  )) as ExecutionResult
+  const error = resultError(result)
+  if (error) throw error
+  const body = JSON.stringify(route.shape(result.data, input))
+  return {
+    body,
+    contentType: 'application/json; charset=utf-8',
+    etag: cacheControl && etagOf(body),
+    cacheControl,
+    route: routePath,
+    dataAsOf: dataTimes ? (dataTimes.dataAsOf?.toISOString() ?? null) : undefined,
+  }
 }
 
 /** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
 function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
+  if (r.dataAsOf !== undefined) c.set('dataAsOf', r.dataAsOf)
   c.header('Content-Type', r.contentType)
   c.header('ETag', r.etag!)
   c.header('Cache-Control', r.cacheControl!)
   return notModified(c.req.header('if-none-match'), r.etag!) ? c.body(null, 304) : c.body(r.body, 200)
 }
 
-/** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
-export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
+/**
+ * `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts).
+ * `freshness`: the times a read's Data-As-Of header and its body's `as_of` values are taken from.
+ */
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache, freshness?: Freshness) {
   for (const route of routes) {
     const declared = Object.keys(route.params).sort().join(',')
     if (pathParamNames(route.path).sort().join(',') !== declared)
       throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
-    const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
+    // Reads carry Data-As-Of (decisions §10); key management is not vault data.
+    const reads = readsData(route) ? freshness : undefined
 
     /** Runs the route's document; throws the AppError REST answers with. `request`/`scope`: what Yoga's context is made from. */
-    const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> => {
-      const input = await routeInput(c, route)
-      const variables = route.variables(input)
-      const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request }, scope)) as ExecutionResult
-      const error = resultError(result)
-      if (error) throw error
-      const body = JSON.stringify(route.shape(result.data, input))
-      return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: c.req.routePath }
-    }
+    const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> =>
+      runRoute(yoga, route, await routeInput(c, route), request, scope, c.req.routePath, reads)
     const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
 
     app.on(route.method, route.path, async (c) => {
@@ -104,6 +143,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
         if (answer) return publicAnswer(c, answer)
       }
       const answer = await own(c)
+      if (answer.dataAsOf !== undefined) c.set('dataAsOf', answer.dataAsOf)
       if (!answer.cacheControl) {
         c.header('Content-Type', answer.contentType)
         c.header('Cache-Control', 'no-store')

@@ -51,8 +51,17 @@ export function envelope<T extends z.ZodType>(data: T) {
 /** `redeem_24h_threshold_pct_of_aum` → `redeem24hThresholdPctOfAum` (the GraphQL field of a wire field). */
 export const camelOf = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
 
+const snakeNames = new Map<string, string>()
 /** `redeem24hThresholdPctOfAum` → `redeem_24h_threshold_pct_of_aum` (the wire field of a GraphQL field). */
-export const snakeOf = (key: string) => key.replace(/([a-z])(?=[A-Z0-9])|([0-9][a-z]*)(?=[A-Z])/g, '$1$2_').toLowerCase()
+export const snakeOf = (key: string) => {
+  let snake = snakeNames.get(key)
+  if (snake === undefined) {
+    snake = key.replace(/([a-z])(?=[A-Z0-9])|([0-9][a-z]*)(?=[A-Z])/g, '$1$2_').toLowerCase()
+    // Field names come from the routes' own documents: a few dozen (aliases are GraphQL clients', never REST's).
+    if (snakeNames.size < 1024) snakeNames.set(key, snake)
+  }
+  return snake
+}
 
 type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S
 /** The GraphQL (camelCase) shape of a wire (snake_case) shape. */

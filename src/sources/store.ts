@@ -300,9 +300,11 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
     result.vaultIds = [...restore.keys()]
 
     const capture = await beginChangeCapture(tx)
-    result.addresses = (
-      await tx.$queryRawUnsafe<{ address: string }[]>(`SELECT DISTINCT address FROM transactions WHERE id = ANY($1::text[])`, [...inserted, ...completed])
-    ).map((r) => r.address)
+    const touched = await tx.$queryRawUnsafe<{ id: string; address: string }[]>(`SELECT id, address FROM transactions WHERE id = ANY($1::text[])`, [
+      ...inserted,
+      ...completed,
+    ])
+    result.addresses = [...new Set(touched.map((r) => r.address))]
     if (capture?.transactions)
       await tx.$executeRawUnsafe(
         `INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status)
@@ -339,7 +341,10 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
     )
     await tx.$executeRawUnsafe(`DELETE FROM source_journal WHERE vault_id = ANY($1::text[]) AND to_block > $2::bigint`, input.vaultIds, input.keep.toString())
     if (capture) await emitCapturedChanges(tx, capture)
-    await announceDataChange(tx)
+    // Subscribers hear of the vaults and of the redeems pending again (a deleted transaction has
+    // nothing left to show; its wallet's history simply no longer lists it).
+    const reopened = new Set(completed)
+    await announceDataChange(tx, { vaults: result.vaultIds, transactions: touched.filter((r) => reopened.has(r.id)) })
     return result
   }, TRANSACTION_OPTIONS)
 }

@@ -1,7 +1,8 @@
 import DataLoader from 'dataloader'
+import { formatAmount } from '../core/decimal.js'
 import { prisma, type Db } from '../db/client.js'
 import type { Vault } from '../generated/prisma/client.js'
-import type { VaultListFilter, VaultPageRequest } from './list.js'
+import { compareByOrder, type OrderValue, type VaultListFilter, type VaultPageRequest, type VaultPosition } from './list.js'
 import {
   type Allocation,
   assembleSeries,
@@ -12,8 +13,21 @@ import {
   type Series,
   type SeriesRow,
   seriesWindow,
+  type SeriesWindow,
   type Timeframe,
 } from './composition.js'
+import {
+  APY_WINDOWS,
+  type ApyPct,
+  DEFAULT_SPIKE_PCT,
+  type ApyWindow,
+  inceptionApyPct,
+  isSpike,
+  NO_APY,
+  realizedApyPct,
+  tvlUsd,
+  WINDOW_MS,
+} from './performance.js'
 
 // Every SQL statement about vaults beyond Prisma's own reads (the GraphQL Vault type's
 // prismaField resolvers), with the DataLoaders that batch them per request.
@@ -61,17 +75,14 @@ export async function loadLatestSnapshots(
 }
 
 /**
- * One statement for the whole series of many vaults: generate_series lays out each vault's buckets
- * (`all` from the bucket of its first snapshot; fixed windows no earlier than it either, since
- * earlier buckets have no point), and for each bucket a lateral probe of the (vault_id, as_of desc)
- * index finds the last snapshot taken before the bucket closes. Buckets are half-open,
- * [t, t + step), so a snapshot on a boundary belongs to the bucket it opens, not to the one before;
- * the newest bucket closes at now. Buckets before the first snapshot find none and drop out.
- * Weights are summed per group as exact numerics and rounded once. Intervals are given in
- * milliseconds, never days, so no time zone or daylight-saving rule can stretch a bucket.
+ * The series grid of many vaults, shared by every series (composition, performance): CTEs `v`
+ * (the vaults of $1 with their first snapshot in `table`) and `b` (one row per vault and bucket
+ * start `t`). Parameters: $1 vault ids (JSON), $2 the step (an interval), $3 the first bucket's
+ * start (null: the bucket of the vault's first snapshot), $4 the newest bucket's start, $6 the
+ * grid's origin (src/vaults/composition.ts seriesWindow, BUCKET_ORIGIN).
  */
-const seriesSql = (groupBy: GroupBy) => `WITH v AS (
-    SELECT v.id, (SELECT min(cs.as_of) FROM composition_snapshots cs WHERE cs.vault_id = v.id) AS first_as_of
+const seriesGrid = (table: 'composition_snapshots' | 'vault_snapshots') => `WITH v AS (
+    SELECT v.id, (SELECT min(cs.as_of) FROM ${table} cs WHERE cs.vault_id = v.id) AS first_as_of
     FROM jsonb_array_elements_text($1::jsonb) AS v(id)
   ), b AS (
     SELECT v.id AS vault_id, g.t
@@ -82,7 +93,29 @@ const seriesSql = (groupBy: GroupBy) => `WITH v AS (
       $2::interval
     ) AS g(t)
     WHERE v.first_as_of IS NOT NULL
-  )
+  )`
+
+/** Parameters of seriesGrid, in order ($5 is the window's end: the newest bucket closes there). */
+const gridParams = (vaultIds: readonly string[], w: SeriesWindow) => [
+  JSON.stringify(vaultIds),
+  `${w.stepMs} milliseconds`,
+  w.firstStart?.toISOString() ?? null,
+  w.lastStart.toISOString(),
+  w.end.toISOString(),
+  BUCKET_ORIGIN.toISOString(),
+]
+
+/**
+ * One statement for the whole series of many vaults: generate_series lays out each vault's buckets
+ * (`all` from the bucket of its first snapshot; fixed windows no earlier than it either, since
+ * earlier buckets have no point), and for each bucket a lateral probe of the (vault_id, as_of desc)
+ * index finds the last snapshot taken before the bucket closes. Buckets are half-open,
+ * [t, t + step), so a snapshot on a boundary belongs to the bucket it opens, not to the one before;
+ * the newest bucket closes at now. Buckets before the first snapshot find none and drop out.
+ * Weights are summed per group as exact numerics and rounded once. Intervals are given in
+ * milliseconds, never days, so no time zone or daylight-saving rule can stretch a bucket.
+ */
+const seriesSql = (groupBy: GroupBy) => `${seriesGrid('composition_snapshots')}
   SELECT b.vault_id, b.t, a.${groupBy} AS label, round(sum(a.pct::numeric), ${PCT_DECIMALS})::float8 AS weight
   FROM b
   CROSS JOIN LATERAL (
@@ -101,19 +134,191 @@ export async function loadCompositionSeries(
   db: Db = prisma,
 ): Promise<Map<string, Series>> {
   if (!GROUP_BYS.includes(groupBy)) throw new Error(`unknown groupBy ${String(groupBy)}`) // it is spliced into the SQL
-  const w = seriesWindow(timeframe, now)
-  const rows = await db.$queryRawUnsafe<SeriesRow[]>(
-    seriesSql(groupBy),
-    JSON.stringify(vaultIds),
-    `${w.stepMs} milliseconds`,
-    w.firstStart?.toISOString() ?? null,
-    w.lastStart.toISOString(),
-    w.end.toISOString(),
-    BUCKET_ORIGIN.toISOString(),
-  )
+  const rows = await db.$queryRawUnsafe<SeriesRow[]>(seriesSql(groupBy), ...gridParams(vaultIds, seriesWindow(timeframe, now)))
   const byVault = new Map<string, SeriesRow[]>()
   for (const r of rows) byVault.get(r.vault_id)?.push(r) ?? byVault.set(r.vault_id, [r])
   return new Map(vaultIds.map((id) => [id, assembleSeries(byVault.get(id) ?? [])]))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Performance (decisions §9; the rules: src/vaults/performance.ts)
+
+/**
+ * The newest snapshot of vault `idExpr` at or before `boundExpr` that is not a spike (its share
+ * price within $spike percent of the snapshot just before it; the first snapshot never is one;
+ * $spike = 0: none is). One backward walk of the (vault_id, as_of) key that stops at the first
+ * unflagged snapshot, each candidate looking up its predecessor with one more probe: two probes
+ * when the newest candidate is not a spike, as almost always. The same test as isSpike, in exact
+ * numerics.
+ */
+const unflaggedAtOrBefore = (idExpr: string, boundExpr: string, spike: string) => `(
+    SELECT c.as_of, c.share_price FROM vault_snapshots c
+    LEFT JOIN LATERAL (
+      SELECT p.share_price FROM vault_snapshots p WHERE p.vault_id = c.vault_id AND p.as_of < c.as_of ORDER BY p.as_of DESC LIMIT 1
+    ) p ON true
+    WHERE c.vault_id = ${idExpr} AND c.as_of <= ${boundExpr}
+      AND (p.share_price IS NULL OR ${spike} = 0 OR abs(c.share_price - p.share_price) * 100 <= ${spike} * p.share_price)
+    ORDER BY c.as_of DESC LIMIT 1
+  )`
+
+const windowValues = APY_WINDOWS.map((w) => `('${w}', ${WINDOW_MS[w]})`).join(', ')
+
+/**
+ * Everything the performance of many vaults needs, in one statement: per vault its newest snapshot
+ * at or before now (`newest`: the live values), its newest unflagged one (`s1`), its first
+ * (`first`, for inception) and per APY window the newest unflagged snapshot at or before
+ * s1.as_of − W (the window's name). A fixed number of index probes per vault, whatever its history.
+ * Amounts travel as text: exact.
+ */
+const PERFORMANCE_SQL = `WITH v AS (
+    SELECT id FROM jsonb_array_elements_text($1::jsonb) AS v(id)
+  ), s1 AS (
+    SELECT v.id, u.as_of, u.share_price FROM v CROSS JOIN LATERAL ${unflaggedAtOrBefore('v.id', '$2::timestamptz', '$3::numeric')} u
+  )
+  SELECT 'newest' AS kind, v.id AS vault_id, n.as_of, n.share_price::text AS share_price, n.tvl::text AS tvl, n.base_asset_price_usd::text AS price_usd
+  FROM v CROSS JOIN LATERAL (
+    SELECT s.as_of, s.share_price, s.tvl, s.base_asset_price_usd FROM vault_snapshots s
+    WHERE s.vault_id = v.id AND s.as_of <= $2::timestamptz ORDER BY s.as_of DESC LIMIT 1
+  ) n
+  UNION ALL
+  SELECT 'first', v.id, f.as_of, f.share_price::text, NULL, NULL
+  FROM v CROSS JOIN LATERAL (SELECT s.as_of, s.share_price FROM vault_snapshots s WHERE s.vault_id = v.id ORDER BY s.as_of LIMIT 1) f
+  UNION ALL
+  SELECT 's1', s1.id, s1.as_of, s1.share_price::text, NULL, NULL FROM s1
+  UNION ALL
+  SELECT w.name, s1.id, s0.as_of, s0.share_price::text, NULL, NULL
+  FROM s1 CROSS JOIN (VALUES ${windowValues}) AS w(name, ms)
+  CROSS JOIN LATERAL ${unflaggedAtOrBefore('s1.id', "s1.as_of - w.ms * interval '1 millisecond'", '$3::numeric')} s0`
+
+interface PerformanceRow {
+  kind: 'newest' | 'first' | 's1' | ApyWindow
+  vault_id: string
+  as_of: Date
+  share_price: string
+  tvl: string | null
+  price_usd: string | null
+}
+
+/** A vault's performance (decisions §9); every field null while it has no snapshot up to now. */
+export interface VaultPerformance {
+  asOf: Date | null
+  sharePrice: string | null
+  tvl: string | null
+  baseAssetPriceUsd: string | null
+  tvlUsd: string | null
+  apyPct: ApyPct
+}
+
+const NO_PERFORMANCE: VaultPerformance = { asOf: null, sharePrice: null, tvl: null, baseAssetPriceUsd: null, tvlUsd: null, apyPct: NO_APY }
+
+/** The performance of each vault at `now`, in one statement. */
+export async function loadPerformance(
+  vaultIds: readonly string[],
+  { now, spikePct }: { now: Date; spikePct: number },
+  db: Db = prisma,
+): Promise<Map<string, VaultPerformance>> {
+  const rows = await db.$queryRawUnsafe<PerformanceRow[]>(PERFORMANCE_SQL, JSON.stringify(vaultIds), now.toISOString(), spikePct)
+  const byVault = new Map<string, Partial<Record<PerformanceRow['kind'], PerformanceRow>>>()
+  for (const r of rows) {
+    const found = byVault.get(r.vault_id) ?? {}
+    found[r.kind] = r
+    byVault.set(r.vault_id, found)
+  }
+  const point = (r: PerformanceRow | undefined) => (r ? { asOf: r.as_of, sharePrice: r.share_price } : null)
+  const out = new Map<string, VaultPerformance>()
+  for (const id of vaultIds) {
+    const found = byVault.get(id)
+    const newest = found?.newest
+    if (!found || !newest) {
+      out.set(id, NO_PERFORMANCE)
+      continue
+    }
+    const s1 = point(found.s1)
+    const apyPct = { ...NO_APY }
+    if (s1) {
+      for (const w of APY_WINDOWS) apyPct[w] = realizedApyPct(point(found[w]), s1)
+      apyPct.inception = inceptionApyPct(point(found.first)!, s1)
+    }
+    out.set(id, {
+      asOf: newest.as_of,
+      sharePrice: formatAmount(newest.share_price),
+      tvl: formatAmount(newest.tvl!),
+      baseAssetPriceUsd: newest.price_usd === null ? null : formatAmount(newest.price_usd),
+      tvlUsd: tvlUsd(newest.tvl!, newest.price_usd),
+      apyPct,
+    })
+  }
+  return out
+}
+
+/**
+ * One statement for the performance series of many vaults, on the composition series' grid and
+ * bucket rule (seriesGrid): per bucket the newest snapshot taken before it closes, the snapshot
+ * just before that one (for its spike flag) and the newest unflagged snapshot 7 days or more before
+ * it (s0 of its 7-day APY). Four index probes per point, none of them a scan.
+ */
+const PERFORMANCE_SERIES_SQL = `${seriesGrid('vault_snapshots')}
+  SELECT b.vault_id, b.t, s.as_of, s.share_price::text AS share_price, s.tvl::text AS tvl, s.base_asset_price_usd::text AS price_usd,
+    prev.share_price::text AS prev_price, s0.as_of AS s0_as_of, s0.share_price::text AS s0_price
+  FROM b
+  CROSS JOIN LATERAL (
+    SELECT s.as_of, s.share_price, s.tvl, s.base_asset_price_usd FROM vault_snapshots s
+    WHERE s.vault_id = b.vault_id AND s.as_of < b.t + $2::interval AND s.as_of <= $5::timestamptz
+    ORDER BY s.as_of DESC LIMIT 1
+  ) s
+  LEFT JOIN LATERAL (
+    SELECT p.share_price FROM vault_snapshots p WHERE p.vault_id = b.vault_id AND p.as_of < s.as_of ORDER BY p.as_of DESC LIMIT 1
+  ) prev ON true
+  LEFT JOIN LATERAL ${unflaggedAtOrBefore('b.vault_id', `s.as_of - interval '${WINDOW_MS['7d']} milliseconds'`, '$7::numeric')} s0 ON true
+  ORDER BY b.vault_id, b.t`
+
+interface PerformanceSeriesRow {
+  vault_id: string
+  t: Date
+  as_of: Date
+  share_price: string
+  tvl: string
+  price_usd: string | null
+  prev_price: string | null
+  s0_as_of: Date | null
+  s0_price: string | null
+}
+
+export type PerformanceFlag = 'spike'
+
+/** One point of a performance series: the bucket's snapshot, its USD TVL and 7-day APY. */
+export interface PerformancePoint {
+  /** The bucket's start. */
+  t: Date
+  sharePrice: string
+  tvl: string
+  tvlUsd: string | null
+  /** Null on a spike and where the history does not reach 7 days back. */
+  apy7dPct: number | null
+  flags: PerformanceFlag[]
+}
+
+/** The performance series of each vault (no points for a vault without snapshots up to now). */
+export async function loadPerformanceSeries(
+  vaultIds: readonly string[],
+  { timeframe, now, spikePct }: { timeframe: Timeframe; now: Date; spikePct: number },
+  db: Db = prisma,
+): Promise<Map<string, PerformancePoint[]>> {
+  const rows = await db.$queryRawUnsafe<PerformanceSeriesRow[]>(PERFORMANCE_SERIES_SQL, ...gridParams(vaultIds, seriesWindow(timeframe, now)), spikePct)
+  const out = new Map<string, PerformancePoint[]>(vaultIds.map((id) => [id, []]))
+  for (const r of rows) {
+    const s1 = { asOf: r.as_of, sharePrice: r.share_price }
+    const spike = isSpike(r.prev_price, r.share_price, spikePct)
+    out.get(r.vault_id)?.push({
+      t: r.t,
+      sharePrice: formatAmount(r.share_price),
+      tvl: formatAmount(r.tvl),
+      tvlUsd: tvlUsd(r.tvl, r.price_usd),
+      apy7dPct: spike || r.s0_as_of === null ? null : realizedApyPct({ asOf: r.s0_as_of, sharePrice: r.s0_price! }, s1),
+      flags: spike ? ['spike'] : [],
+    })
+  }
+  return out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,7 +343,19 @@ function partition<K>(keys: readonly K[], batchOf: (key: K) => string): Map<stri
   return batches
 }
 
-export function compositionLoaders() {
+export interface PerformanceKey {
+  vaultId: string
+  now: Date
+}
+
+export interface PerformanceSeriesKey {
+  vaultId: string
+  timeframe: Timeframe
+  now: Date
+}
+
+/** `spikePct`: the SPIKE_PCT setting. */
+export function vaultLoaders({ spikePct }: { spikePct: number }) {
   return {
     /** A vault's latest snapshot at or before the request's now, or null. */
     latestSnapshot: new DataLoader<LatestKey, { asOf: Date; allocations: Allocation[] } | null, string>(
@@ -166,25 +383,148 @@ export function compositionLoaders() {
       },
       { cacheKeyFn: (k) => `${k.timeframe} ${k.groupBy} ${k.now.toISOString()} ${k.vaultId}` },
     ),
+    /** A vault's performance at the request's now; a list of vaults shares one statement. */
+    performance: new DataLoader<PerformanceKey, VaultPerformance, string>(
+      async (keys) => {
+        const found = new Map<string, VaultPerformance>()
+        for (const [now, batch] of partition(keys, (k) => k.now.toISOString())) {
+          const perf = await loadPerformance([...new Set(batch.map((k) => k.vaultId))], { now: new Date(now), spikePct })
+          for (const [id, p] of perf) found.set(`${now} ${id}`, p)
+        }
+        return keys.map((k) => found.get(`${k.now.toISOString()} ${k.vaultId}`)!)
+      },
+      { cacheKeyFn: (k) => `${k.now.toISOString()} ${k.vaultId}` },
+    ),
+    /** A vault's performance series; vaults asking for the same timeframe share one statement. */
+    performanceSeries: new DataLoader<PerformanceSeriesKey, PerformancePoint[], string>(
+      async (keys) => {
+        const found = new Map<string, PerformancePoint[]>()
+        const batchOf = (k: PerformanceSeriesKey) => `${k.timeframe} ${k.now.toISOString()}`
+        for (const [batch, members] of partition(keys, batchOf)) {
+          const { timeframe, now } = members[0]!
+          const series = await loadPerformanceSeries([...new Set(members.map((k) => k.vaultId))], { timeframe, now, spikePct })
+          for (const [id, s] of series) found.set(`${batch} ${id}`, s)
+        }
+        return keys.map((k) => found.get(`${batchOf(k)} ${k.vaultId}`)!)
+      },
+      { cacheKeyFn: (k) => `${k.timeframe} ${k.now.toISOString()} ${k.vaultId}` },
+    ),
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The vault list
 
-/** One page of the vault list in id order (keyset on the primary key), and whether more lie beyond it. */
-export async function findVaultPage(filter: VaultListFilter, page: VaultPageRequest): Promise<{ rows: Vault[]; more: boolean }> {
+/** A page of the vault list: its rows in order, whether more lie beyond, and each row's place (for cursors). */
+export interface VaultPage {
+  rows: Vault[]
+  more: boolean
+  positions: Map<string, VaultPosition>
+  /** Under an APY order: the performance of every vault it read (the resolver primes its loader with them). */
+  performance?: Map<string, VaultPerformance>
+}
+
+// Vaults matching the filters and the search (a case-insensitive substring of id, name or symbol:
+// strpos, so `%` and `_` are plain characters). $1 chain, $2 status, $3 search (null = none).
+const MATCHING = `FROM vaults v
+  WHERE ($1::text IS NULL OR v.chain = $1::text) AND ($2::text IS NULL OR v.status::text = $2::text)
+    AND ($3::text IS NULL OR strpos(lower(v.id), lower($3::text)) > 0 OR strpos(lower(v.name), lower($3::text)) > 0 OR strpos(lower(v.symbol), lower($3::text)) > 0)`
+
+/** Ids of a searched page in id order, keyset as without a search ($4 the id to continue from, $5 the row limit). */
+const searchPageSql = (forward: boolean) =>
+  `SELECT v.id ${MATCHING} AND ($4::text IS NULL OR v.id ${forward ? '>' : '<'} $4::text) ORDER BY v.id ${forward ? 'ASC' : 'DESC'} LIMIT $5`
+
+/** Every matching vault with what value orders sort by. */
+const CANDIDATES_SQL = `SELECT v.id, v.tvl::text AS tvl, v.base_asset_price_usd::text AS price_usd ${MATCHING}`
+
+/** The rows of `ids`, in that order (one statement). */
+async function vaultsInOrder(ids: string[]): Promise<Vault[]> {
+  if (ids.length === 0) return []
+  const rows = await prisma.vault.findMany({ where: { id: { in: ids } } })
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return ids.flatMap((id) => byId.get(id) ?? [])
+}
+
+/**
+ * One page of the vault list. By id (no order): keyset on the primary key, one statement (two with
+ * a search). By a value: every matching vault's value is read (one statement, plus one for the
+ * performance of all of them under an APY order), sorted here (src/vaults/list.ts compareByOrder),
+ * and the page's rows read by id: a fixed number of statements whatever the page size.
+ */
+export async function findVaultPage(
+  filter: VaultListFilter,
+  page: VaultPageRequest,
+  { now, spikePct }: { now: Date; spikePct: number } = { now: new Date(), spikePct: DEFAULT_SPIKE_PCT },
+): Promise<VaultPage> {
   const forward = page.direction === 'forward'
-  const rows = await prisma.vault.findMany({
-    where: {
-      chain: filter.chain ?? undefined,
-      status: filter.status ?? undefined,
-      ...(page.from === null ? {} : { id: forward ? { gt: page.from } : { lt: page.from } }),
-    },
-    orderBy: { id: forward ? 'asc' : 'desc' },
-    take: page.size + 1,
-  })
-  const more = rows.length > page.size
-  const kept = rows.slice(0, page.size)
-  return { rows: forward ? kept : kept.reverse(), more }
+  const search = filter.search ?? null
+  const { order } = page
+  if (!order) {
+    let rows: Vault[]
+    if (search === null) {
+      rows = await prisma.vault.findMany({
+        where: {
+          chain: filter.chain ?? undefined,
+          status: filter.status ?? undefined,
+          ...(page.from === null ? {} : { id: forward ? { gt: page.from.id } : { lt: page.from.id } }),
+        },
+        orderBy: { id: forward ? 'asc' : 'desc' },
+        take: page.size + 1,
+      })
+    } else {
+      const ids = await prisma.$queryRawUnsafe<{ id: string }[]>(
+        searchPageSql(forward),
+        filter.chain,
+        filter.status,
+        search,
+        page.from?.id ?? null,
+        page.size + 1,
+      )
+      rows = await vaultsInOrder(ids.map((r) => r.id))
+    }
+    const more = rows.length > page.size
+    const kept = rows.slice(0, page.size)
+    const ordered = forward ? kept : kept.reverse()
+    return { rows: ordered, more, positions: new Map(ordered.map((r) => [r.id, { id: r.id }])) }
+  }
+
+  const candidates = await prisma.$queryRawUnsafe<{ id: string; tvl: string; price_usd: string | null }[]>(CANDIDATES_SQL, filter.chain, filter.status, search)
+  const apyWindow = order.field === 'apy7d' ? '7d' : order.field === 'apy30d' ? '30d' : null
+  const performance = apyWindow
+    ? await loadPerformance(
+        candidates.map((c) => c.id),
+        { now, spikePct },
+      )
+    : undefined
+  const sortValue = (c: (typeof candidates)[number]): OrderValue => {
+    if (apyWindow) return performance!.get(c.id)!.apyPct[apyWindow]
+    return order.field === 'tvl' ? formatAmount(c.tvl) : tvlUsd(c.tvl, c.price_usd)
+  }
+  const sorted = candidates.map((c) => ({ id: c.id, value: sortValue(c) })).sort((a, b) => compareByOrder(order, a, b))
+  const from = page.from === null ? null : { id: page.from.id, value: page.from.value ?? null }
+  let slice: typeof sorted
+  let more: boolean
+  if (forward) {
+    const start = from === null ? 0 : firstIndex(sorted, (p) => compareByOrder(order, p, from) > 0)
+    slice = sorted.slice(start, start + page.size)
+    more = start + page.size < sorted.length
+  } else {
+    const end = from === null ? sorted.length : firstIndex(sorted, (p) => compareByOrder(order, p, from) >= 0)
+    slice = sorted.slice(Math.max(0, end - page.size), end)
+    more = end - page.size > 0
+  }
+  const rows = await vaultsInOrder(slice.map((p) => p.id))
+  return { rows, more, positions: new Map(slice.map((p) => [p.id, p])), performance }
+}
+
+/** The first index of a sorted list where `past` holds (it holds from there on), or the length. */
+function firstIndex<T>(sorted: readonly T[], past: (item: T) => boolean): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (past(sorted[mid]!)) hi = mid
+    else lo = mid + 1
+  }
+  return lo
 }

@@ -169,6 +169,7 @@ export interface PendingRedeemRow {
 
 export interface PendingRedeems {
   address: string
+  /** The time of the newest data used (the gateway's data_as_of, src/freshness/status.ts). */
   asOf: Date
   pendingRedeems: PendingRedeemRow[]
   totalPending: string
@@ -180,7 +181,7 @@ export interface PendingRedeems {
  * will be served in); the delay reads transactions_completed_redeems_idx, and is only asked for
  * when there is a pending redeem (without one there are no vaults to average over: 0).
  */
-export async function pendingRedeemsOf(address: string, now: Date): Promise<PendingRedeems> {
+export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = now): Promise<PendingRedeems> {
   const rows = await prisma.$queryRaw<{ vault_id: string; amount: string; timestamp: Date; tx_hash: string }[]>`
     SELECT vault_id, amount::text AS amount, "timestamp", tx_hash FROM transactions
     WHERE address = ${address} AND type = 'redeem' AND status = 'pending'
@@ -198,9 +199,21 @@ export async function pendingRedeemsOf(address: string, now: Date): Promise<Pend
   }
   return {
     address,
-    asOf: now,
+    asOf,
     pendingRedeems: rows.map((r) => ({ vaultId: r.vault_id, amount: r.amount, submittedAt: r.timestamp, transactionType: 'redeem', txHash: r.tx_hash })),
     totalPending: sumAmounts(rows.map((r) => r.amount)),
     averageRedeemDelay,
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live updates
+
+/** The wallet's transactions among `ids` (those a commit named, src/live/streams.ts), oldest first. */
+export async function transactionsByIds(address: string, ids: readonly string[]): Promise<TransactionRow[]> {
+  if (ids.length === 0) return []
+  const raw = await prisma.$queryRaw<RawRow[]>`SELECT id, vault_id, type::text AS type, status::text AS status, amount, "timestamp", tx_hash
+    FROM transactions WHERE address = ${address} AND id = ANY(${[...ids]}::text[])
+    ORDER BY "timestamp", id`
+  return raw.map((r) => ({ id: r.id, vaultId: r.vault_id, type: r.type, status: r.status, amount: r.amount, timestamp: r.timestamp, txHash: r.tx_hash }))
 }

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js'
+import { commaList } from '../core/formats.js'
 import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
 import { WEBHOOK_EVENT_TYPES } from './events.js'
 import { createSecretBox } from './secrets.js'
@@ -66,13 +67,6 @@ export type WebhooksCommand =
   | { action: 'list' }
   | { action: 'remove'; id: string }
   | { action: 'deliveries'; id: string; status?: string; cursor?: string; limit?: number }
-
-/** A comma-separated list, blanks dropped. */
-export const commaList = (text: string) =>
-  text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
 
 /** The TYPES argument: comma-separated event types, or `all`. Throws a sentence for people on an unknown one. */
 export function parseEventTypes(text: string): string[] {

@@ -13,6 +13,7 @@ import { packageRoot } from '../../src/core/paths.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { ALPHA_ASSETS, ALPHA_PLATFORMS, EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
+import { alphaHistory, gammaHistory, gammaVault } from '../support/performance-data.js'
 
 // The explorer, the API reference and GraphiQL in a real headless Chromium (Debian's `chromium`,
 // driven by playwright-core), against a gateway listening on a local port. Screenshots go to
@@ -47,6 +48,22 @@ const chartOf = (page: Page, canvasId: string) =>
     return { labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({ label: d.label, points: d.data.length })) }
   }, canvasId)
 
+/** Per dataset of a chart: its label, how many points it has and how many of them are drawn (not null). */
+interface DatasetSummary {
+  label: string
+  points: number
+  drawn: number
+}
+const datasetsOf = (page: Page, canvasId: string): Promise<DatasetSummary[]> =>
+  page.evaluate((id) => {
+    const chart = (window as any).Chart.getChart(document.getElementById(id)!)
+    return chart.data.datasets.map((d: { label: string; data: (number | null)[] }) => ({
+      label: d.label,
+      points: d.data.length,
+      drawn: d.data.filter((n) => n !== null).length,
+    }))
+  }, canvasId)
+
 /** How many pixels of a canvas were painted (a chart that failed to draw leaves it blank). */
 const paintedPixels = (page: Page, canvasId: string) =>
   page.evaluate((id) => {
@@ -65,11 +82,20 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
   let context: BrowserContext
   let profile: string
   const foreignRequests: string[] = []
+  /** The gateways under test (a second one for the stale header): requests to them are not foreign. */
+  const gateways: string[] = []
   const pageErrors: string[] = []
 
   beforeAll(async () => {
     t = await createTestApp({}, { clock: () => EXPLORER_NOW })
-    await importDocument(explorerDocument)
+    // With the vaults' history; the import runs at the newest snapshot's time, so the snapshot a
+    // vault record adds (decisions §9) is that one.
+    const newest = new Date(alphaHistory.at(-1)!.as_of)
+    await importDocument(
+      { ...explorerDocument, vaults: [...explorerDocument.vaults, gammaVault], vault_snapshots: [...alphaHistory, ...gammaHistory] },
+      undefined,
+      { clock: () => newest },
+    )
     app = createApp({
       config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }),
       db: t.db,
@@ -79,12 +105,13 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     server = createAdaptorServer({ fetch: app.fetch }) as Server
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    gateways.push(base)
     mkdirSync(outDir, { recursive: true })
     profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1440, height: 1000 } })
     context.on('request', (r) => {
       const url = r.url()
-      if (!url.startsWith(base) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
+      if (!gateways.some((g) => url.startsWith(`${g}/`)) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
     })
   })
   afterAll(async () => {
@@ -103,8 +130,10 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.waitForSelector('body[data-ready="true"]')
     expect(await page.locator('#error').isHidden()).toBe(true)
 
+    // Largest USD TVL first: 1,250,000.5 USDC, 500,000 DAI, 0 WETH.
     expect(await page.locator('#vaults tr[data-vault]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.vault))).toEqual([
       'alpha-usdc',
+      'gamma-dai',
       'beta-eth',
     ])
     expect(await page.locator('#vaults tr.selected').getAttribute('data-vault')).toBe(fullVault.id)
@@ -153,6 +182,213 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     expect(new URL(page.url()).search).toBe(`?vault=alpha-usdc&wallet=${WALLET}&group_by=asset&timeframe=P7D`)
 
     await page.screenshot({ path: path.join(outDir, 'explorer-asset-7d.png'), fullPage: true })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('charts share price, TVL and APY over a timeframe, with the APY windows, spikes and freshness', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()))
+    await page.goto(`${base}/?vault=${fullVault.id}`)
+    await page.waitForSelector('body[data-ready="true"]')
+    expect(await page.locator('#error').isHidden()).toBe(true)
+    expect(await page.locator('#performance-error').isHidden()).toBe(true)
+
+    const rest = async <T>(p: string) => (await (await fetch(`${base}/v1${p}`)).json()) as T
+    type Point = { t: string; share_price: string; tvl: string; tvl_usd: string | null; apy_7d_pct: number | null; flags?: string[] }
+    const perf = await rest<{ as_of: string; apy_pct: Record<string, number | null> }>(`/vaults/${fullVault.id}/performance`)
+    const series = (timeframe: string) => rest<{ timeframe: string; points: Point[] }>(`/vaults/${fullVault.id}/performance/series?timeframe=${timeframe}`)
+
+    // The APY window cards: the API's values, "—" with an explanation where it answers null.
+    expect(perf.apy_pct).toEqual({
+      '1d': expect.any(Number),
+      '7d': expect.any(Number),
+      '30d': expect.any(Number),
+      '90d': null,
+      '1y': null,
+      inception: expect.any(Number),
+    })
+    const cards = await page
+      .locator('#apy-cards li')
+      .evaluateAll((items) =>
+        items.map((li) => ({ window: (li as HTMLElement).dataset.window, value: li.querySelector('strong')!.textContent, title: (li as HTMLElement).title })),
+      )
+    expect(cards.map((c) => [c.window, c.value])).toEqual(Object.entries(perf.apy_pct).map(([w, v]) => [w, v === null ? '—' : `${v.toFixed(2)}%`]))
+    expect(cards.find((c) => c.window === '90d')!.title).toContain('does not reach back 90 days')
+    expect(await page.locator('#apy-null-note').isVisible()).toBe(true)
+    expect(await page.locator('#performance-as-of').textContent()).toBe(`as of ${perf.as_of.slice(0, 16).replace('T', ' ')} UTC`)
+
+    // 30 days (the default): one point per 6-hour bucket; the spike is a marker beside the line,
+    // and the APY line has a gap there (the API's null), not a 0.
+    const s30 = await series('30d')
+    expect(s30.points.length).toBe(120)
+    const spikes = s30.points.filter((p) => p.flags?.includes('spike')).length
+    expect(spikes).toBe(1)
+    expect(await datasetsOf(page, 'share-price-chart')).toEqual([
+      { label: 'Share price (USDC)', points: 120, drawn: 120 - spikes },
+      { label: 'Spike (left out of APY)', points: 120, drawn: spikes },
+    ])
+    expect(await datasetsOf(page, 'tvl-chart')).toEqual([
+      { label: 'TVL (USDC)', points: 120, drawn: 120 },
+      { label: 'TVL (USD)', points: 120, drawn: 120 },
+    ])
+    expect(await datasetsOf(page, 'apy-chart')).toEqual([
+      { label: 'APY, 7-day realized', points: 120, drawn: s30.points.filter((p) => p.apy_7d_pct !== null).length },
+    ])
+    expect(await page.locator('#spike-note').isVisible()).toBe(true)
+    for (const id of ['share-price-chart', 'tvl-chart', 'apy-chart']) expect(await paintedPixels(page, id), id).toBeGreaterThan(5000)
+
+    // The header says how old the data is (GET /v1/status); this gateway's data is fresh.
+    const status = await rest<{ data_as_of: string; stale: boolean }>('/status')
+    expect(status.stale).toBe(false)
+    expect(await page.locator('#freshness').textContent()).toBe(`data as of ${status.data_as_of.slice(0, 16).replace('T', ' ')} UTC`)
+
+    await page.screenshot({ path: path.join(outDir, 'explorer-performance.png'), fullPage: true })
+
+    // Another timeframe fetches that series (and only that) and redraws the three charts.
+    const asked: string[] = []
+    page.on('request', (r) => r.url().includes('/performance') && asked.push(new URL(r.url()).pathname + new URL(r.url()).search))
+    await page.click('#history-timeframe button[data-timeframe="7d"]')
+    await page.waitForFunction(() => (window as any).Chart.getChart(document.getElementById('share-price-chart')).data.labels.length === 168)
+    expect(asked).toEqual([`/v1/vaults/${fullVault.id}/performance/series?timeframe=7d`])
+    const s7 = await series('7d')
+    expect(s7.points.length).toBe(168)
+    expect((await datasetsOf(page, 'share-price-chart')).map((d) => d.drawn)).toEqual([168 - 1, 1])
+    expect((await datasetsOf(page, 'apy-chart'))[0]!.drawn).toBe(s7.points.filter((p) => p.apy_7d_pct !== null).length)
+    expect(await page.locator('#history-timeframe button[aria-pressed="true"]').textContent()).toBe('7d')
+    expect(new URL(page.url()).searchParams.get('history')).toBe('7d')
+
+    // "all": weekly buckets over the 40 days of history.
+    await page.click('#history-timeframe button[data-timeframe="all"]')
+    const sAll = await series('all')
+    await page.waitForFunction((n) => (window as any).Chart.getChart(document.getElementById('tvl-chart')).data.labels.length === n, sAll.points.length)
+    expect(sAll.points.length).toBeGreaterThanOrEqual(6)
+    await page.screenshot({ path: path.join(outDir, 'explorer-performance-all.png'), fullPage: true })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('sorts the vault list by TVL and APY, and searches it, through the API', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/?vault=${fullVault.id}`)
+    await page.waitForSelector('body[data-ready="true"]')
+    const rows = () =>
+      page.locator('#vaults tr[data-vault]').evaluateAll((trs) => trs.map((r) => [(r as HTMLElement).dataset.vault, r.querySelector('td.apy')!.textContent]))
+    // The order the API gives for the same argument (the page does not sort by itself: the list pages).
+    const apiOrder = async (orderBy: string | null, search: string | null = null) => {
+      const res = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: 'query($o: VaultOrder, $s: String) { vaults(first: 200, orderBy: $o, search: $s) { edges { node { id performance { apy7d apy30d } } } } }',
+          variables: { o: orderBy && { field: orderBy, direction: 'desc' }, s: search },
+        }),
+      })
+      const body = (await res.json()) as { data: { vaults: { edges: { node: { id: string; performance: Record<string, number | null> } }[] } } }
+      return body.data.vaults.edges.map(({ node }) => {
+        const apy = node.performance[orderBy === 'apy30d' ? 'apy30d' : 'apy7d']
+        return [node.id, apy === null || apy === undefined ? '—' : `${apy.toFixed(2)}%`]
+      })
+    }
+    const expected = {
+      tvlUsd: ['alpha-usdc', 'gamma-dai', 'beta-eth'],
+      // gamma-dai's price rises four times as fast; beta-eth has no history (null: last).
+      apy7d: ['gamma-dai', 'alpha-usdc', 'beta-eth'],
+      // Only alpha-usdc has 30 days of history; the others tie at null and go by id.
+      apy30d: ['alpha-usdc', 'beta-eth', 'gamma-dai'],
+      tvl: ['alpha-usdc', 'gamma-dai', 'beta-eth'],
+      id: ['alpha-usdc', 'beta-eth', 'gamma-dai'],
+    }
+    expect(await rows()).toEqual(await apiOrder('tvlUsd'))
+    for (const [sort, ids] of Object.entries(expected)) {
+      await page.selectOption('#vault-sort', sort)
+      const api = await apiOrder(sort === 'id' ? null : sort)
+      expect(api.map(([id]) => id)).toEqual(ids)
+      await expect.poll(rows).toEqual(api)
+    }
+    expect(await page.locator('#apy-heading').textContent()).toBe('APY 7d')
+    await page.selectOption('#vault-sort', 'apy30d')
+    await expect.poll(() => page.locator('#apy-heading').textContent()).toBe('APY 30d')
+    expect((await rows()).map(([, apy]) => apy)).toEqual((await apiOrder('apy30d')).map(([, apy]) => apy))
+
+    // Search: name, symbol or id (the API's search), in the URL with the sort.
+    await page.fill('#vault-search', 'DAI')
+    await expect.poll(rows).toEqual(await apiOrder('apy30d', 'DAI'))
+    expect((await rows()).map(([id]) => id)).toEqual(['gamma-dai'])
+    expect(new URL(page.url()).search).toBe(`?vault=${fullVault.id}&sort=apy30d&q=DAI`)
+    await page.fill('#vault-search', 'nothing like this')
+    await expect.poll(() => page.locator('#vaults').textContent()).toBe('No vault matches.')
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
+  it('marks the header stale when the newest data is older than STALE_AFTER_MS', async () => {
+    // The same database seen two hours after EXPLORER_NOW: the newest snapshot is 2.5 h old (> 1 h).
+    const later = new Date(EXPLORER_NOW.getTime() + 2 * 3_600_000)
+    const lateApp = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db, clock: () => later })
+    const lateServer = createAdaptorServer({ fetch: lateApp.fetch }) as Server
+    await new Promise<void>((resolve) => lateServer.listen(0, '127.0.0.1', resolve))
+    const lateBase = `http://127.0.0.1:${(lateServer.address() as AddressInfo).port}`
+    gateways.push(lateBase)
+    try {
+      const status = (await (await fetch(`${lateBase}/v1/status`)).json()) as { data_as_of: string; stale: boolean }
+      expect(status.stale).toBe(true)
+      const page = await context.newPage()
+      page.on('pageerror', (e) => pageErrors.push(e.message))
+      await page.goto(`${lateBase}/?vault=${fullVault.id}`)
+      await page.waitForSelector('body[data-ready="true"]')
+      expect(await page.locator('#freshness').textContent()).toBe(`data as of ${status.data_as_of.slice(0, 16).replace('T', ' ')} UTCstale`)
+      expect(await page.locator('#freshness .badge.stale').isVisible()).toBe(true)
+      await page.locator('#freshness').screenshot({ path: path.join(outDir, 'explorer-stale.png') })
+      await page.close()
+    } finally {
+      await new Promise((resolve) => lateServer.close(resolve))
+      lateApp.close()
+    }
+  })
+
+  it('fits a 390 px phone and follows the system dark mode, charts included', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/?vault=${fullVault.id}&wallet=${WALLET}`)
+    await page.waitForSelector('body[data-ready="true"]')
+    await page.waitForSelector('#transactions tr[data-tx]')
+    const look = () =>
+      page.evaluate(() => {
+        const charts = ['series-chart', 'share-price-chart', 'tvl-chart', 'apy-chart'].map((id) => (window as any).Chart.getChart(document.getElementById(id)))
+        // The colours each chart draws its tick labels and grid with (resolved options, not defaults): one pair for all.
+        const ticks = [...new Set(charts.map((c) => c.scales.x.options.ticks.color))]
+        const grid = [...new Set(charts.map((c) => c.scales.y.options.grid.color))]
+        return {
+          background: getComputedStyle(document.documentElement).backgroundColor,
+          ink: getComputedStyle(document.body).color,
+          ticks: ticks.length === 1 ? ticks[0] : ticks,
+          grid: grid.length === 1 ? grid[0] : grid,
+        }
+      })
+    const light = { background: 'rgb(245, 247, 250)', ink: 'rgb(27, 36, 48)', ticks: '#667085', grid: '#e4e7ec' }
+    const dark = { background: 'rgb(14, 19, 25)', ink: 'rgb(227, 232, 238)', ticks: '#98a2b3', grid: '#2a3441' }
+    expect(await look()).toEqual(light)
+
+    // Dark mode while the page is open: the page and the already drawn charts switch.
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await expect.poll(look).toEqual(dark)
+    expect(await paintedPixels(page, 'series-chart')).toBeGreaterThan(5000)
+    await page.screenshot({ path: path.join(outDir, 'explorer-dark.png'), fullPage: true })
+
+    // A 390 px phone: nothing is wider than the screen (wide tables scroll inside their panel).
+    await page.setViewportSize({ width: 390, height: 844 })
+    const pageWidth = () => page.evaluate(() => document.scrollingElement!.scrollWidth)
+    await expect.poll(pageWidth).toBeLessThanOrEqual(390)
+    for (const id of ['share-price-chart', 'tvl-chart', 'apy-chart', 'composition-chart', 'series-chart'])
+      expect(await page.evaluate((i) => document.getElementById(i)!.getBoundingClientRect().right, id), id).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: path.join(outDir, 'explorer-phone-dark.png'), fullPage: true })
+    await page.emulateMedia({ colorScheme: 'light' })
+    await expect.poll(look).toEqual(light)
+    expect(await pageWidth()).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: path.join(outDir, 'explorer-phone.png'), fullPage: true })
     expect(pageErrors).toEqual([])
     await page.close()
   })

@@ -65,6 +65,32 @@ describe(`compression of large answers over HTTP (${testBackend})`, () => {
     console.info(`[compression] GraphiQL page: ${plain.body.length} bytes, br ${br.body.length}, gzip ${gz.body.length}`)
   })
 
+  const post = (path: string, body: string, headers: Record<string, string>) =>
+    new Promise<Raw>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }))
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+
+  it('compresses a large uncached GraphQL answer of the hot path (docs/adr/0004-hot-path.md) by the same rule', async () => {
+    const query = JSON.stringify({ query: '{ __schema { types { name description fields { name description } } } }' })
+    const plain = await post('/graphql', query, { 'accept-encoding': 'identity' })
+    expect(plain.status).toBe(200)
+    expect(plain.body.length).toBeGreaterThan(8192)
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.headers.vary).toMatch(/Accept-Encoding/)
+    const gz = await post('/graphql', query, { 'accept-encoding': 'gzip' })
+    expect(gz.status).toBe(200)
+    expect(gz.headers['content-encoding']).toBe('gzip')
+    expect(gz.headers.vary).toMatch(/Accept-Encoding/)
+    expect(Number(gz.headers['content-length'])).toBe(gz.body.length)
+    expect(gunzipSync(gz.body).equals(plain.body)).toBe(true)
+  })
+
   it('leaves small answers alone: no encoding, no Vary', async () => {
     const res = await get('/healthz', { 'accept-encoding': 'gzip, br' })
     expect(res.headers['content-encoding']).toBeUndefined()

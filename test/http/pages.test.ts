@@ -20,9 +20,25 @@ describe(`explorer and reference pages (${testBackend})`, () => {
     expect(res.headers.get('vary')).toBe('Accept')
     const html = await res.text()
     const assets = [...html.matchAll(/<(?:script|link)[^>]* (?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
-    expect(assets).toEqual(['data:,', '/explorer/explorer.css', '/explorer/chart.umd.min.js', '/explorer/explorer.js'])
+    expect(assets).toEqual(['data:,', '/explorer/explorer.css', '/explorer/chart.umd.min.js', '/explorer/explorer.js', '/explorer/live.js'])
     const types = await Promise.all(assets.slice(1).map(async (a) => (await t.request(a)).headers.get('content-type')))
-    expect(types).toEqual(['text/css; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8'])
+    expect(types).toEqual(['text/css; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8', 'text/javascript; charset=utf-8'])
+  })
+
+  it('serves every module the explorer imports, and nothing it does not', async () => {
+    // The entry module's imports, and theirs: each one is served (a missing one breaks the page).
+    const seen = new Set<string>()
+    const pending = ['explorer.js', 'live.js']
+    while (pending.length) {
+      const file = pending.pop()!
+      if (seen.has(file)) continue
+      seen.add(file)
+      const res = await t.request(`/explorer/${file}`)
+      expect(res.status, file).toBe(200)
+      expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+      for (const m of (await res.text()).matchAll(/^import [^']*'\.\/([\w-]+\.js)'/gm)) pending.push(m[1]!)
+    }
+    expect([...seen].sort()).toEqual(['explorer.js', 'freshness.js', 'lib.js', 'live.js', 'performance.js'])
   })
 
   it('answers / with the list of surfaces to other clients', async () => {

@@ -158,6 +158,13 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: '/v1/vaults/beta-eth/composition/series?timeframe=all', status: 200 },
       { path: `${series}?timeframe=2d`, status: 400 },
       { path: '/v1/vaults/nope/composition/series', status: 404 },
+      { path: `/v1/vaults/${fullVault.id}/performance`, status: 200 },
+      { path: '/v1/vaults/beta-eth/performance', status: 200 },
+      { path: '/v1/vaults/nope/performance', status: 404 },
+      { path: `/v1/vaults/${fullVault.id}/performance/series`, status: 200 },
+      { path: `/v1/vaults/${fullVault.id}/performance/series?timeframe=all`, status: 200 },
+      { path: `/v1/vaults/${fullVault.id}/performance/series?timeframe=2d`, status: 400 },
+      { path: '/v1/vaults/nope/performance/series', status: 404 },
       { path: `/v1/users/${WALLET}/vaults/${fullVault.id}/transactions`, status: 200 },
       { path: `/v1/users/${WALLET.toUpperCase().replace('0X', '0x')}/vaults/${fullVault.id}/transactions?type=deposit&limit=1`, status: 200 },
       { path: `/v1/users/${WALLET}/vaults/beta-eth/transactions`, status: 200 },
@@ -169,6 +176,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/v1/users/${WALLET}/vaults/${fullVault.id}/summary`, status: 200 },
       { path: `/v1/users/0x123/vaults/${fullVault.id}/summary`, status: 400 },
       { path: `/v1/users/${WALLET}/vaults/beta-eth/summary`, status: 404 },
+      { path: '/v1/status', status: 200 },
     ]
     // Key management, as the wallet-session holder (spec §7's statuses), then operator and internal routes.
     const session = (wallets: string[], extra: Record<string, string> = {}) => t.session(wallets, extra)
@@ -295,7 +303,13 @@ describe(`OpenAPI document (${testBackend})`, () => {
     cases.push({ app: locked, path: '/internal/v1/apiKey/verify', init: await verify(created.body.data.apiKey), status: 429 })
 
     // Conditional requests: a 304 for each cacheable route, with the ETag of its own last answer.
-    for (const path of ['/v1/vaults', `/v1/vaults/${fullVault.id}/composition`, series]) {
+    for (const path of [
+      '/v1/vaults',
+      `/v1/vaults/${fullVault.id}/composition`,
+      series,
+      `/v1/vaults/${fullVault.id}/performance`,
+      `/v1/vaults/${fullVault.id}/performance/series`,
+    ]) {
       cases.push({ path, init: { headers: { 'if-none-match': (await t.request(path)).headers.get('etag')! } }, status: 304 })
     }
 

@@ -2,7 +2,7 @@ import { TransactionStatus, TransactionType } from '../../generated/prisma/enums
 import { builder } from '../builder.js'
 import { cost, pageCost } from '../cost.js'
 import { checkPageSize } from '../../core/page.js'
-import { GRAPHQL_AFTER } from '../../core/signed-cursor.js'
+import { GRAPHQL_AFTER, lazyEdges } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
 import { notFound, quoted } from '../../core/errors.js'
 import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
@@ -51,7 +51,7 @@ builder.objectField(User, 'transactions', (t) =>
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
       if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
-      const edges = rows.map((row) => ({ cursor: encodeCursor(filter, row), node: row }))
+      const edges = lazyEdges(rows, (row) => encodeCursor(filter, row))
       return {
         edges,
         pageInfo: {

@@ -1,9 +1,11 @@
 import { builder } from '../builder.js'
 import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
+import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
-import { encodeVaultCursor, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
+import { checkSearch, encodeVaultCursor, SEARCH_MAX_LENGTH, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
 import { findVaultPage } from '../../vaults/store.js'
+import { tvlUsd } from '../../vaults/performance.js'
 import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
 
 export const VaultStatusEnum = builder.enumType(VaultStatus, { name: 'VaultStatus' })
@@ -63,6 +65,13 @@ export const Vault = builder.prismaObject('Vault', {
     status: t.expose('status', { type: VaultStatusEnum }),
     tvl: t.expose('tvl', { type: 'Decimal', description: 'Total value locked, in base-asset units.' }),
     sharePrice: t.expose('sharePrice', { type: 'Decimal', description: 'Price of one share, in base-asset units.' }),
+    baseAssetPriceUsd: t.expose('baseAssetPriceUsd', { type: 'Decimal', nullable: true, description: 'USD price of one base-asset unit; null when unknown.' }),
+    tvlUsd: t.field({
+      type: 'Decimal',
+      nullable: true,
+      description: 'Total value locked in USD: tvl × baseAssetPriceUsd, exact (rounded once to 18 decimals); null when the price is unknown.',
+      resolve: (v) => tvlUsd(v.tvl, v.baseAssetPriceUsd),
+    }),
     perfFeeBps: t.exposeInt('perfFeeBps', { description: 'Performance fee, in basis points.' }),
     mgmtFeeBps: t.exposeInt('mgmtFeeBps', { nullable: true, description: 'Management fee, in basis points.' }),
     contract: t.field({ type: Contract, resolve: (v) => ({ address: v.contractAddress }) }),
@@ -108,24 +117,56 @@ export const VaultConnection = builder.connectionObject(
   { name: 'VaultEdge' },
 )
 
+export const VaultOrderField = builder.enumType('VaultOrderField', {
+  description: 'What the vault list can be sorted by.',
+  values: {
+    tvl: {
+      value: 'tvl' as const,
+      description: 'Total value locked, in base-asset units (assets of different vaults are not comparable: prefer tvlUsd across assets).',
+    },
+    tvlUsd: { value: 'tvlUsd' as const, description: 'Total value locked in USD; vaults without a USD price come last.' },
+    apy7d: { value: 'apy7d' as const, description: 'Realized 7-day APY (performance.apy7d); vaults with less history come last.' },
+    apy30d: { value: 'apy30d' as const, description: 'Realized 30-day APY (performance.apy30d); vaults with less history come last.' },
+  },
+})
+
+export const OrderDirection = builder.enumType('OrderDirection', {
+  values: { asc: { value: 'asc' as const, description: 'Smallest first.' }, desc: { value: 'desc' as const, description: 'Largest first.' } },
+})
+
+export const VaultOrder = builder.inputType('VaultOrder', {
+  description: 'A value to sort the vault list by. Vaults without the value come last in either direction; ties go by id.',
+  fields: (t) => ({
+    field: t.field({ type: VaultOrderField, required: true }),
+    direction: t.field({ type: OrderDirection, required: true, defaultValue: 'desc', description: 'Largest first unless asc.' }),
+  }),
+})
+
 builder.queryField('vaults', (t) =>
   t.field({
     type: VaultConnection,
-    description: `Vaults ordered by id, optionally filtered. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
+    description: `Vaults ordered by id (or by orderBy), optionally filtered and searched. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
     extensions: cost(pageCost),
     args: {
       chain: t.arg.string({ description: 'Only vaults on this chain.' }),
       status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
+      search: t.arg.string({
+        description: `Only vaults whose id, name or symbol contains this text, ignoring case (at most ${SEARCH_MAX_LENGTH} characters).`,
+      }),
+      orderBy: t.arg({ type: VaultOrder, description: 'Sort by a value instead of by id.' }),
       before: t.arg.string(),
       after: t.arg.string(),
       first: t.arg.int(),
       last: t.arg.int(),
     },
-    resolve: async (_root, args) => {
-      const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null }
-      const page = vaultPageRequest(filter, args)
-      const { rows, more } = await findVaultPage(filter, page)
-      const edges = rows.map((node) => ({ cursor: encodeVaultCursor(filter, node.id), node }))
+    resolve: async (_root, args, ctx) => {
+      const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null, search: checkSearch(args.search) }
+      const order = args.orderBy ? { field: args.orderBy.field, direction: args.orderBy.direction ?? 'desc' } : null
+      const page = vaultPageRequest(filter, args, order)
+      const { rows, more, positions, performance } = await findVaultPage(filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
+      // The performance an APY order read already answers the nodes' performance fields.
+      for (const [vaultId, p] of performance ?? []) ctx.loaders.performance.prime({ vaultId, now: ctx.now }, p)
+      const edges = lazyEdges(rows, (node) => encodeVaultCursor(filter, order, positions.get(node.id)!))
       const forward = page.direction === 'forward'
       return {
         edges,

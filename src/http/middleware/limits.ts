@@ -58,21 +58,35 @@ export function answerWithin(ms: number, message: string): MiddlewareHandler<App
  * Yoga answers a request whose Accept header allows no format it serves (say, a browser asking
  * /graphql for HTML while GraphiQL is off) with an empty 406: give it a body saying what to accept.
  */
+/** What a 406 without a body of Yoga's becomes (also the hot path's, src/http/hot/graphql.ts). */
+export const NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [
+      {
+        message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+        extensions: { code: 'bad_request' },
+      },
+    ],
+  }),
+  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+}
+
 export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next()
   if (c.res.status === 406 && !c.res.headers.get('content-type')) {
-    c.res = new Response(
-      JSON.stringify({
-        errors: [
-          {
-            message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
-            extensions: { code: 'bad_request' },
-          },
-        ],
-      }),
-      { status: 406, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' } },
-    )
+    // Yoga's `accept` lists what it could have answered: for a subscription, an event stream only.
+    const could = c.res.headers.get('accept') ?? ''
+    const answer = could.includes('text/event-stream') && !could.includes('json') ? SUBSCRIPTION_NOT_ACCEPTABLE : NOT_ACCEPTABLE
+    c.res = new Response(answer.body, { status: 406, headers: answer.headers })
   }
+}
+
+/** A subscription asked for with an Accept header that excludes event streams (README "Live updates"). */
+const SUBSCRIPTION_NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }],
+  }),
+  headers: NOT_ACCEPTABLE.headers,
 }
 
 /**

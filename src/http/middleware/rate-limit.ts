@@ -1,4 +1,5 @@
 import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import { commaList } from '../../core/formats.js'
 import type { Bucket, RateLimitState, RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
 
@@ -9,10 +10,7 @@ import type { AppEnv } from '../env.js'
  */
 export function clientIpOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string {
   if (hops > 0) {
-    const forwarded = (forwardedFor ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)
+    const forwarded = commaList(forwardedFor)
     if (forwarded.length > 0) return forwarded[Math.max(0, forwarded.length - hops)]!
   }
   // In-process requests (tests, app.fetch without a server) have no socket.

@@ -4,6 +4,7 @@ import { normalizeAddress } from '../../wallets/address.js'
 import type { Clock } from '../../core/clock.js'
 import { badRequest, quoted } from '../../core/errors.js'
 import type { AppEnv } from '../env.js'
+import { parseJsonObject } from '../json-body.js'
 
 const entryJson = (e: AllowlistEntryView) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })
 
@@ -15,14 +16,7 @@ function address(raw: string): string {
 
 async function note(text: string): Promise<string | undefined> {
   if (text.trim() === '') return undefined
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    throw badRequest('The request body is not valid JSON.')
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.')
-  const { note, ...rest } = body as Record<string, unknown>
+  const { note, ...rest } = parseJsonObject(text)
   const unknown = Object.keys(rest)
   if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "note".`)
   if (note === undefined || note === null) return undefined

@@ -13,6 +13,9 @@ const explorerDir = path.join(packageRoot, 'public', 'explorer')
 // The page talks to /graphql only and loads nothing from elsewhere; the policy makes that a rule.
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 
+/** The page's own files: the entry module, the modules it imports, the stylesheet. */
+export const EXPLORER_FILES = ['explorer.js', 'lib.js', 'performance.js', 'freshness.js', 'live.js', 'explorer.css']
+
 /** The links a non-browser client gets at `/`. */
 const INDEX = {
   name: 'vaultgate',
@@ -29,8 +32,7 @@ export function explorerRoutes() {
     c.header('Content-Security-Policy', PAGE_POLICY)
     return page(c)
   })
-  app.get('/explorer/explorer.js', staticFile(path.join(explorerDir, 'explorer.js'), { maxAgeSeconds: 60 }))
-  app.get('/explorer/explorer.css', staticFile(path.join(explorerDir, 'explorer.css'), { maxAgeSeconds: 60 }))
+  for (const file of EXPLORER_FILES) app.get(`/explorer/${file}`, staticFile(path.join(explorerDir, file), { maxAgeSeconds: 60 }))
   app.get('/explorer/chart.umd.min.js', staticFile(path.join(chartDist, 'chart.umd.min.js'), { maxAgeSeconds: 3600 }))
   return app
 }

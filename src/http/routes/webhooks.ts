@@ -4,6 +4,7 @@ import { badRequest } from '../../core/errors.js'
 import { deliveriesQuery, replayEventQuery } from '../../openapi/operations.js'
 import type { WebhookService } from '../../webhooks/service.js'
 import type { AppEnv } from '../env.js'
+import { parseJson } from '../json-body.js'
 
 // `/admin/webhooks` (mounted behind the admin token, decisions.md §11): endpoints, their deliveries
 // with every attempt, and replays. The service answers in the wire shape; the query parameters are
@@ -29,12 +30,7 @@ export function webhookRoutes(service: WebhookService) {
       },
     }),
     async (c) => {
-      let body: unknown
-      try {
-        body = await c.req.json()
-      } catch {
-        throw badRequest('The request body is not valid JSON.')
-      }
+      const body = parseJson(await c.req.text())
       const { endpoint, secret } = await service.createEndpoint(body)
       return c.json(ok({ ...endpoint, secret }), 201)
     },

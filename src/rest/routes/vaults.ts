@@ -109,6 +109,64 @@ const CompositionSeriesSchema = component(
   }),
 )
 
+const ApyPct = z.number().nullable()
+
+const PerformanceSchema = component(
+  'VaultPerformance',
+  z
+    .object({
+      vault_id: z.string(),
+      as_of: Timestamp.nullable().meta({ description: "The newest snapshot's time; null while the vault has none (and so are the other values)." }),
+      share_price: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
+      tvl: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
+      tvl_usd: Amount.nullable().meta({ description: 'tvl × the base asset USD price, exact; null when the price is unknown.' }),
+      apy_pct: component(
+        'ApyWindows',
+        z
+          .object({
+            '1d': ApyPct,
+            '7d': ApyPct,
+            '30d': ApyPct,
+            '90d': ApyPct,
+            '1y': ApyPct,
+            inception: ApyPct.meta({ description: 'Since the first snapshot; null while that is less than a day before s1.' }),
+          })
+          .meta({
+            description:
+              'Realized APY per window, percent, net of fees: ((p1 / p0)^(365 days / (t1 − t0)) − 1) × 100, p1 the newest snapshot not flagged as a spike, p0 the newest unflagged snapshot at or before t1 − window. Null (never 0) when the history does not reach back that far.',
+          }),
+      ),
+    })
+    .meta({ description: "A vault's newest snapshot and realized APY windows (decisions §9)." }),
+)
+
+const PerformanceSeriesSchema = component(
+  'PerformanceSeries',
+  z.object({
+    timeframe: z.enum(TIMEFRAMES),
+    points: z
+      .array(
+        component(
+          'PerformancePoint',
+          z.object({
+            t: Timestamp.meta({ description: "The bucket's start." }),
+            share_price: Amount.meta({ description: "The bucket's snapshot's, in base-asset units." }),
+            tvl: Amount,
+            tvl_usd: Amount.nullable().meta({ description: 'Null when the base asset USD price is unknown.' }),
+            apy_7d_pct: z.number().nullable().meta({
+              description: "The 7-day realized APY as of the point's snapshot, percent; null on a spike and where the history does not reach 7 days back.",
+            }),
+            flags: z
+              .array(z.enum(['spike']))
+              .optional()
+              .meta({ description: 'Present only on a marked point: `spike` = its share price moved more than SPIKE_PCT percent from the previous snapshot.' }),
+          }),
+        ),
+      )
+      .meta({ description: 'Oldest first; none before the first snapshot (a vault without snapshots answers none).' }),
+  }),
+)
+
 /** The GraphQL fields behind the spec's Vault (§2), from its wire schema. */
 const VAULT_FIELDS = `fragment VaultFields on Vault { ${selectionOf(VaultSchema)} }`
 
@@ -161,6 +219,55 @@ function seriesBody(data: SeriesData, id: string, query: { group_by: GroupBy; ti
   }
 }
 
+interface PerformanceData {
+  vault: {
+    performance: {
+      asOf: string | null
+      sharePrice: string | null
+      tvl: string | null
+      tvlUsd: string | null
+      apy1d: number | null
+      apy7d: number | null
+      apy30d: number | null
+      apy90d: number | null
+      apy1y: number | null
+      apyInception: number | null
+    }
+  } | null
+}
+
+function performanceBody(data: PerformanceData, id: string): z.input<typeof PerformanceSchema> {
+  const p = found(data.vault, id).performance
+  return {
+    vault_id: id,
+    as_of: p.asOf,
+    share_price: p.sharePrice,
+    tvl: p.tvl,
+    tvl_usd: p.tvlUsd,
+    apy_pct: { '1d': p.apy1d, '7d': p.apy7d, '30d': p.apy30d, '90d': p.apy90d, '1y': p.apy1y, inception: p.apyInception },
+  }
+}
+
+interface PerformanceSeriesData {
+  vault: {
+    performanceSeries: { points: { t: string; sharePrice: string; tvl: string; tvlUsd: string | null; apy7dPct: number | null; flags: 'spike'[] }[] }
+  } | null
+}
+
+function performanceSeriesBody(data: PerformanceSeriesData, id: string, timeframe: Timeframe): z.input<typeof PerformanceSeriesSchema> {
+  return {
+    timeframe,
+    points: found(data.vault, id).performanceSeries.points.map((p) => ({
+      t: p.t,
+      share_price: p.sharePrice,
+      tvl: p.tvl,
+      tvl_usd: p.tvlUsd,
+      apy_7d_pct: p.apy7dPct,
+      ...(p.flags.length > 0 ? { flags: p.flags } : {}),
+    })),
+  }
+}
+
 /** GET /v1/vaults… : each row a fixed GraphQL document, its variables from the request, its result reshaped. */
 export const vaultRoutes: RestRoute[] = [
   defineRoute({
@@ -181,7 +288,7 @@ export const vaultRoutes: RestRoute[] = [
     } ${VAULT_FIELDS}`,
     variables: ({ query }) => {
       // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
-      if (query.cursor !== undefined) decodeVaultCursor({ chain: query.chain ?? null, status: query.status ?? null }, query.cursor, REST_CURSOR)
+      if (query.cursor !== undefined) decodeVaultCursor({ chain: query.chain ?? null, status: query.status ?? null }, null, query.cursor, REST_CURSOR)
       return { first: query.limit, after: query.cursor, chain: query.chain, status: query.status }
     },
     shape: (data: ListData) => listBody(data),
@@ -235,6 +342,42 @@ export const vaultRoutes: RestRoute[] = [
     variables: ({ params, query }) => ({ id: params.vault_id, timeframe: TIMEFRAME_ENUM[query.timeframe], groupBy: query.group_by }),
     shape: (data: SeriesData, { params, query }) => seriesBody(data, params.vault_id, query),
     response: CompositionSeriesSchema,
+    errors: ['bad_request', 'not_found'],
+    cache,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/vaults/:vault_id/performance',
+    summary: "Get a vault's performance",
+    description:
+      'The newest snapshot at or before now (share price, TVL, USD TVL) and the realized APY over 1 day, 7 days, 30 days, 90 days, 1 year and since inception, from share prices. Snapshots whose share price moved more than SPIKE_PCT percent from the previous one are left out of the windows.',
+    tags,
+    params: vaultParams,
+    query: {},
+    document: `query Performance($id: ID!) {
+      vault(id: $id) { performance { asOf sharePrice tvl tvlUsd apy1d apy7d apy30d apy90d apy1y apyInception } }
+    }`,
+    variables: ({ params }) => ({ id: params.vault_id }),
+    shape: (data: PerformanceData, { params }) => performanceBody(data, params.vault_id),
+    response: PerformanceSchema,
+    errors: ['not_found'],
+    cache,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/vaults/:vault_id/performance/series',
+    summary: "Get a vault's share price, TVL and APY over time",
+    description:
+      "Per bucket of the composition series' grid, the last snapshot taken before the bucket closed: share price, TVL, USD TVL and the 7-day APY as of that snapshot; spikes marked. Ready for line charts.",
+    tags,
+    params: vaultParams,
+    query: { timeframe },
+    document: `query PerformanceSeries($id: ID!, $timeframe: CompositionTimeframe!) {
+      vault(id: $id) { performanceSeries(timeframe: $timeframe) { points { t sharePrice tvl tvlUsd apy7dPct flags } } }
+    }`,
+    variables: ({ params, query }) => ({ id: params.vault_id, timeframe: TIMEFRAME_ENUM[query.timeframe] }),
+    shape: (data: PerformanceSeriesData, { params, query }) => performanceSeriesBody(data, params.vault_id, query.timeframe),
+    response: PerformanceSeriesSchema,
     errors: ['bad_request', 'not_found'],
     cache,
   }),
