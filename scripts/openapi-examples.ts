@@ -3,7 +3,7 @@
 // and cursors instead of the "string" and 2147483647 it makes up from the schemas. Lists are cut to
 // two items. Re-run after a change to the wire shapes or the demo data:
 //
-//   npx tsx scripts/openapi-examples.ts
+//   npx tsx scripts/openapi-examples.ts && npx biome format --write src/openapi/examples.json
 //
 // test/openapi/examples.test.ts checks every example against its operation's schema and that the
 // ids and wallets in them are the demo data's.
