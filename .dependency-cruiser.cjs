@@ -7,7 +7,7 @@
 const layers = [
   ['core', '^src/core/'],
   ['db', '^src/db/'],
-  ['features', '^src/(vaults|wallets|keys|auth|importer|demo|sources|webhooks|live)/'],
+  ['features', '^src/(vaults|wallets|keys|auth|importer|demo|sources|webhooks|live|freshness)/'],
   ['graphql', '^src/graphql/'],
   ['http', '^src/http/(?!routes/)'],
   ['rest', '^src/rest/'],

@@ -3,9 +3,10 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import { AppError, quoted } from './core/errors.js'
 import { logger, useLogLevel } from './core/log.js'
-import { cacheLookups, observePool, registry, useRequestTimeout } from './core/metrics.js'
+import { cacheLookups, observeDataAge, observePool, registry, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits, type RateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
+import { createFreshness, type Freshness } from './freshness/status.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
 import { schema } from './graphql/schema/index.js'
@@ -73,6 +74,8 @@ export interface App {
   sourcesStatus(): Promise<SourceStatus[]>
   /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
   subscriptions: { readonly open: number; readonly listeners: number; close(): void }
+  /** How old the data is (decisions §10): /v1/status, GraphQL `meta`, Data-As-Of and vaultgate_data_age_seconds. */
+  freshness: Freshness
   /** Every route the app serves (method and Hono path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -130,7 +133,18 @@ export function createApp({
   // process' one LISTEN connection to the subscribers they concern.
   const live = createLiveHub(db.changes)
   const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
-  const yoga = createGatewayYoga({ config, clock, limits, examples, live })
+  // Freshness (decisions §10): read once, then after each import (its NOTIFY, or this process' hook).
+  const freshness = createFreshness({
+    db: db.prisma,
+    staleAfterMs: config.staleAfterMs,
+    sources: () => sourcesStatus(db.prisma, chainSources),
+    changes: db.changes,
+  })
+  const stopDataAge = observeDataAge(async () => {
+    const { dataAsOf } = await freshness.current()
+    return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
+  })
+  const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -139,6 +153,11 @@ export function createApp({
     config.responseCache.ttlMs > 0
       ? watchDataChanges(db.changes, { onChange: () => responseCache.clear(), onLive: (live) => responseCache.setLive(live) })
       : { ready: Promise.resolve(), stop: async () => {} }
+  /** This process' own imports (admin, chain source): their NOTIFY comes back too, but later. */
+  const dataChanged = () => {
+    responseCache.clear()
+    freshness.invalidate()
+  }
 
   // Webhooks (docs/spec/decisions.md §11): the outbox is written by the imports; this instance's
   // worker delivers, woken by NOTIFY on the one LISTEN connection and polling as a backstop. They
@@ -167,7 +186,7 @@ export function createApp({
         sources: chainSources,
         db: db.prisma,
         lock: db.pool ? { connection: { ...db.pool.options } } : undefined,
-        onDataChanged: () => responseCache.clear(),
+        onDataChanged: dataChanged,
       })
     : undefined
 
@@ -211,17 +230,21 @@ export function createApp({
 
   app.post(
     '/graphql',
-    cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope))),
+    cachedGraphql(responseCache, classOf, (request, scope) => Promise.resolve(yoga.fetch(request, scope)), freshness),
   )
-  app.on(['GET', 'OPTIONS'], '/graphql', (c) => {
+  app.on(['GET', 'OPTIONS'], '/graphql', async (c) => {
     const query = c.req.query('query')
-    if (query !== undefined && classOf(query, c.req.query('operationName')).keyManagement) c.set('keyManagement', true)
-    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline') })
+    const kind = query === undefined ? undefined : classOf(query, c.req.query('operationName'))
+    if (kind?.keyManagement) c.set('keyManagement', true)
+    // A query's Data-As-Of (src/http/headers.ts); GraphiQL's page (no query) is not a read.
+    const dataTimes = c.req.method === 'GET' && kind?.read && !kind.keyManagement ? await freshness.current() : undefined
+    if (dataTimes) c.set('dataAsOf', dataTimes.dataAsOf?.toISOString() ?? null)
+    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), dataTimes })
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: () => responseCache.clear(), webhooks, limits }))
+  app.route('/admin', adminRoutes(config, { clock, onDataChanged: dataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
-  mountRoutes(v1, yoga, restRoutes, responseCache)
+  mountRoutes(v1, yoga, restRoutes, responseCache, freshness)
   app.route('/v1', v1)
   // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
   app.route('/', referenceRoutes())
@@ -240,8 +263,8 @@ export function createApp({
     ? compressedHot(
         config.compressMinBytes,
         firstHot(
-          hotGraphql({ config, yoga, limits, cache: responseCache, classOf }),
-          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes }),
+          hotGraphql({ config, yoga, limits, cache: responseCache, classOf, freshness }),
+          hotRest({ config, yoga, limits, cache: responseCache, routes: restRoutes, freshness }),
         ),
       )
     : undefined
@@ -272,6 +295,7 @@ export function createApp({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
+    freshness,
     ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
     subscriptions: {
       get open() {
@@ -294,7 +318,8 @@ export function createApp({
       stopSqlObservation()
       limits.close()
       clearInterval(retention)
-      await Promise.all([verifier.close(), dataFeed.stop()])
+      stopDataAge()
+      await Promise.all([verifier.close(), dataFeed.stop(), freshness.stop()])
       // After the verifier: no verification can add to the batch once it is written.
       await usage.close()
     },

@@ -183,6 +183,8 @@ const env = z.object({
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
   // Performance history (README "Performance history").
   SPIKE_PCT: int(50, 0, 1_000_000),
+  // Freshness (decisions §10): data older than this is reported stale; 0 = never.
+  STALE_AFTER_MS: int(3_600_000, 0, 31_536_000_000),
   // Memory (docs/performance.md "Memory").
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
@@ -296,6 +298,8 @@ export interface Config {
   hotPath: 'node' | 'fetch' | 'off'
   /** A share-price move above this percent from the previous snapshot is a spike, left out of APY windows; 0 = never (src/vaults/performance.ts). */
   spikePct: number
+  /** /v1/status and GraphQL `meta` report `stale` when the newest data is older than this (0 = never; decisions §10). */
+  staleAfterMs: number
   /** How long API-key state may be served from memory (spec: at most 30 s); 0 reads it every time. */
   apiKeyCacheTtlMs?: number
   /** How often verification counts and last-use times are written (src/keys/usage.ts); also the retention job's first run. */
@@ -396,6 +400,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
     hotPath: e.HOT_PATH,
     spikePct: e.SPIKE_PCT,
+    staleAfterMs: e.STALE_AFTER_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     apiKeyUsageFlushMs: e.API_KEY_USAGE_FLUSH_MS,
     // Embedded, a bounded heap saves little (PGlite's memory dominates) and costs ~20% more CPU

@@ -154,6 +154,30 @@ export function observePool(pool: pg.Pool | undefined) {
   currentPool = pool
 }
 
+/** The age of the newest data of the app serving this process, in seconds (null: no data), read at scrape time. */
+let dataAgeSource: (() => Promise<number | null>) | undefined
+
+// Decisions §10: what an operator alerts on (the gateway keeps answering and stays ready when its
+// data is old). +Inf while there is no data at all, so an alert on the age fires then too.
+new Gauge({
+  name: 'vaultgate_data_age_seconds',
+  help: 'Seconds since the newest vault snapshot or transaction the gateway holds (data_as_of of /v1/status); +Inf without data.',
+  registers: [registry],
+  async collect() {
+    if (!dataAgeSource) return
+    const age = await dataAgeSource()
+    this.set(age === null ? Number.POSITIVE_INFINITY : Math.max(0, age))
+  },
+})
+
+/** Sets where vaultgate_data_age_seconds reads the data's age; returns the function that unsets it. */
+export function observeDataAge(source: () => Promise<number | null>): () => void {
+  dataAgeSource = source
+  return () => {
+    if (dataAgeSource === source) dataAgeSource = undefined
+  }
+}
+
 export const rateLimitDecisions = new Counter({
   name: 'vaultgate_rate_limit_decisions_total',
   help: 'Rate-limit decisions by bucket (public, keys, verify) and result (allowed, limited, fallback = counted in-process because Redis did not answer).',

@@ -1,6 +1,6 @@
 import { Decimal, formatAmount } from '../core/decimal.js'
 import type { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault } from '../importer/document.js'
+import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault, ImportVaultSnapshot } from '../importer/document.js'
 
 // A deterministic, realistic-looking demo dataset: the same seed and `now` always give the same
 // document. For money, floats only ever pick integers (unit counts); every amount string comes
@@ -358,7 +358,6 @@ export function demoWallets(seed = DEMO_SEED, count = DEMO_WALLET_COUNT): string
   return Array.from({ length: count }, () => `0x${hex(rng, 40)}`)
 }
 
-const ONE = new Decimal(1)
 const PCT_UNITS = 1_000_000 // 100% in steps of 0.0001
 
 /** Rounds weights to 4 decimals (largest remainder) so the rounded values sum to exactly 100. */
@@ -417,23 +416,115 @@ function compositions(rng: Rng, plan: VaultPlan, start: number, end: number, now
     })
 }
 
-/** Share price per day since `start`, compounding a daily rate that wanders around the vault's yield. */
-function sharePrices(rng: Rng, plan: VaultPlan, start: number, end: number): Decimal[] {
-  const days = Math.ceil((end - start) / DAY) + 1
-  const prices: Decimal[] = [ONE]
+// ---------------------------------------------------------------------------------------------
+// Vault snapshots (docs/spec/decisions.md §9): two years of hourly share price, TVL and USD price
+// per vault, so the performance history and its APY windows have data at once. Computed in
+// integers (BigInt) on a per-vault random stream of its own, so 17,520 points a vault cost
+// milliseconds and the rest of the dataset is independent of them.
+
+/** The history shown for every vault: two years back from `now`. */
+export const DEMO_HISTORY_DAYS = 730
+const PRICE_SCALE = 10n ** 18n
+const RATE_SCALE = 1_000_000_000_000n // hourly rates in parts per 10^12
+
+/** `units` / 10^decimals as a canonical amount string (formatAmount's: no trailing zeros, "0" for zero). */
+function unitsToAmount(units: bigint, decimals: number): string {
+  if (units === 0n) return '0'
+  const negative = units < 0n
+  const digits = (negative ? -units : units).toString().padStart(decimals + 1, '0')
+  const whole = digits.slice(0, digits.length - decimals)
+  const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '')
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`
+}
+
+const amountToUnits = (amount: string, decimals: number) => BigInt(new Decimal(amount).times(new Decimal(10).pow(decimals)).toFixed(0, Decimal.ROUND_DOWN))
+
+/** A vault's hourly share-price path (10^18 units) from `from` to `to` (hour-aligned, inclusive). */
+interface PricePath {
+  from: number
+  prices: bigint[]
+  /** The price at time `t` (the hour it falls in), clamped to the path. */
+  at(t: number): Decimal
+}
+
+/**
+ * The share price, hour by hour: a net yield around the vault's `yieldPct` that wanders (a slow
+ * wave and hourly noise), starting at 1. The BTC carry vault has a drawdown that leaves it below
+ * where it started: the demo's vault that lost money.
+ */
+function pricePath(seed: number, plan: VaultPlan, from: number, to: number): PricePath {
+  const rng = mulberry32(seed ^ hashId(plan.id))
+  const hours = Math.round((to - from) / HOUR) + 1
+  const prices: bigint[] = new Array(hours)
   const phase = rng() * 2 * Math.PI
-  // The BTC carry vault has a drawdown, so some positions there lost money.
-  const drawdownFrom = plan.id === 'hyper-wbtc-carry' ? Math.floor(days * 0.6) : -1
-  for (let d = 1; d < days; d++) {
-    let ratePpb = Math.round((plan.yieldPct / 365) * 1e7 * (1 + 0.3 * Math.sin(d / 9 + phase) + (rng() - 0.5) * 0.4))
-    if (drawdownFrom >= 0 && d >= drawdownFrom && d < drawdownFrom + 12) ratePpb = -int(rng, 1_000_000, 4_000_000)
-    prices.push(
-      prices[d - 1]!.times(1e9 + ratePpb)
-        .div(1e9)
-        .toDecimalPlaces(18, Decimal.ROUND_DOWN),
-    )
+  const hourly = (plan.yieldPct / 100 / 8760) * 1e12
+  const drawdown = plan.id === 'hyper-wbtc-carry' ? { start: hours - 200 * 24, end: hours - 188 * 24 } : undefined
+  let p = PRICE_SCALE
+  for (let h = 0; h < hours; h++) {
+    prices[h] = p
+    let rate = Math.round(hourly * (1 + 0.3 * Math.sin(h / 24 / 9 + phase) + (rng() - 0.5) * 0.8))
+    // About −9% over twelve days: more than the two years of yield.
+    if (drawdown && h >= drawdown.start && h < drawdown.end) rate = -Math.round((0.09 / 288) * 1e12 * (0.5 + rng()))
+    p = (p * (RATE_SCALE + BigInt(rate))) / RATE_SCALE
   }
-  return prices
+  return {
+    from,
+    prices,
+    at: (t) => new Decimal(unitsToAmount(prices[Math.max(0, Math.min(hours - 1, Math.floor((t - from) / HOUR)))]!, 18)),
+  }
+}
+
+/** A small stable hash of an id, to seed each vault's own stream. */
+function hashId(id: string): number {
+  let h = 2166136261
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619)
+  return h >>> 0
+}
+
+/** The spike the demo shows: one hourly point of this vault, this long before `now`, 60 % above its neighbours (decisions §9's flag). */
+export const DEMO_SPIKE = { vaultId: 'base-usdc-flex', agoHours: 40 * 24, factorPct: 160 }
+
+/**
+ * Hourly snapshots over the path: TVL grows toward the live value (a closed vault's drains to 0
+ * before it closes), the USD price of volatile base assets walks to the live price; the last
+ * snapshot IS the vault's live values (decisions §9), so importing the vault record adds none.
+ */
+function vaultSnapshots(seed: number, plan: VaultPlan, path: PricePath, liveTvl: string, now: number): ImportVaultSnapshot[] {
+  const rng = mulberry32((seed ^ hashId(plan.id)) + 1)
+  const n = path.prices.length
+  const tvlUnits = amountToUnits(liveTvl, plan.decimals)
+  // A closed vault is empty now; it held this much before it drained.
+  const sizeUnits = tvlUnits > 0n ? tvlUnits : amountToUnits('4200000', plan.decimals)
+  const stable = new Decimal(plan.priceUsd).lt(2)
+  const usdCents = amountToUnits(plan.priceUsd, 4)
+  // The USD price: a random walk (about 3 % a day) that ends at the live price.
+  const walk: number[] = new Array(n)
+  let w = 0
+  for (let h = 0; h < n; h++) {
+    walk[h] = w
+    if (!stable) w += (rng() - 0.5) * 0.012
+  }
+  const wEnd = walk[n - 1]!
+  const wave = rng() * 2 * Math.PI
+  const spikeAt = plan.id === DEMO_SPIKE.vaultId ? Math.round((now - DEMO_SPIKE.agoHours * HOUR - path.from) / HOUR) : -1
+  const out: ImportVaultSnapshot[] = new Array(n)
+  for (let h = 0; h < n; h++) {
+    const x = h / (n - 1)
+    // Deposits grow the vault from a sixth of its size; a closed vault drains over its last 30 days.
+    const drain = plan.status === 'closed' ? Math.min(1, (n - 1 - h) / (30 * 24)) : 1
+    const growth = h === n - 1 ? 1 : (0.16 + 0.84 * x ** 1.3) * (1 + 0.04 * Math.sin(x * 40 + wave)) * drain
+    const tvl = h === n - 1 ? tvlUnits : (sizeUnits * BigInt(Math.round(growth * 1e6))) / 1_000_000n
+    let price = path.prices[h]!
+    if (h === spikeAt) price = (price * BigInt(DEMO_SPIKE.factorPct)) / 100n
+    out[h] = {
+      vault_id: plan.id,
+      as_of: iso(path.from + h * HOUR),
+      share_price: unitsToAmount(price, 18),
+      tvl: unitsToAmount(tvl, plan.decimals),
+      base_asset_price_usd: stable ? plan.priceUsd : unitsToAmount((usdCents * BigInt(Math.round(Math.exp(walk[h]! - wEnd) * 1e9))) / 1_000_000_000n, 4),
+    }
+  }
+  return out
 }
 
 /** A random amount of the base asset: log-uniform in whole units, then random sub-unit digits. */
@@ -456,7 +547,7 @@ interface PairPlan {
   tail?: { type: TransactionType; agoMs: number; status?: TransactionStatus; fraction?: number }[]
 }
 
-function transactionsFor(rng: Rng, pair: PairPlan, prices: Decimal[], start: number, now: number, out: Omit<ImportTransaction, 'id'>[]): Decimal {
+function transactionsFor(rng: Rng, pair: PairPlan, path: PricePath, start: number, now: number, out: Omit<ImportTransaction, 'id'>[]): Decimal {
   const { plan } = pair
   const stoppedAt = plan.stoppedDaysAgo === undefined ? now : now - plan.stoppedDaysAgo * DAY
   // Scripted tail events come last in time too, so balances are spent in timestamp order.
@@ -467,7 +558,7 @@ function transactionsFor(rng: Rng, pair: PairPlan, prices: Decimal[], start: num
   const events = Math.min(pair.events, Math.max(1, Math.round((2 * (activeUntil - first)) / DAY)))
   const times = Array.from({ length: events }, (_, i) => (i === 0 ? first : first + rng() * (activeUntil - first))).sort((a, b) => a - b)
   let balance = new Decimal(0) // shares neither spent nor pending out
-  const price = (t: number) => prices[Math.min(prices.length - 1, Math.floor((t - start) / DAY))]!
+  const price = path.at
 
   const emit = (type: TransactionType, t: number, forced?: TransactionStatus, fraction?: number) => {
     t = Math.floor(t)
@@ -520,8 +611,9 @@ function transactionsFor(rng: Rng, pair: PairPlan, prices: Decimal[], start: num
 }
 
 /**
- * The demo document: ~8 vaults on several chains in every status, a year of 6-hourly composition
- * snapshots, and ~25k transactions from 400 wallets. Deterministic in (seed, now).
+ * The demo document: ~8 vaults on several chains in every status, two years of hourly vault
+ * snapshots (share price, TVL, USD price), a year of 6-hourly composition snapshots, and ~25k
+ * transactions from 400 wallets. Deterministic in (seed, now).
  */
 export function generateDemoDataset(options: { seed?: number; now?: Date } = {}): ImportDocument {
   const seed = options.seed ?? DEMO_SEED
@@ -537,7 +629,9 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
 
   const starts = new Map(PLANS.map((p) => [p.id, Math.floor((now - p.ageDays * DAY) / DAY) * DAY]))
   const ends = new Map(PLANS.map((p) => [p.id, p.status === 'closed' ? now - p.stoppedDaysAgo! * DAY : now]))
-  const prices = new Map(PLANS.map((p) => [p.id, sharePrices(rng, p, starts.get(p.id)!, now)]))
+  // The share-price history of each vault: two years back, to its last day (a closed vault's close).
+  const historyFrom = now - DEMO_HISTORY_DAYS * DAY
+  const paths = new Map(PLANS.map((p) => [p.id, pricePath(seed, p, historyFrom, ends.get(p.id)!)]))
 
   const pairs: PairPlan[] = []
   wallets.forEach((wallet, w) => {
@@ -591,7 +685,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
   const drafts: Omit<ImportTransaction, 'id'>[] = []
   const held = new Map<string, Decimal>(PLANS.map((p) => [p.id, new Decimal(0)]))
   for (const pair of pairs) {
-    const balance = transactionsFor(rng, pair, prices.get(pair.plan.id)!, starts.get(pair.plan.id)!, now, drafts)
+    const balance = transactionsFor(rng, pair, paths.get(pair.plan.id)!, starts.get(pair.plan.id)!, now, drafts)
     held.set(pair.plan.id, held.get(pair.plan.id)!.plus(balance))
   }
   // Ids follow time order, so they read like an exchange's sequence numbers.
@@ -601,8 +695,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
     .map(({ d }, i): ImportTransaction => ({ id: `tx_${String(i + 1).padStart(6, '0')}`, ...d }))
 
   const vaults = PLANS.map((p): ImportVault => {
-    const series = prices.get(p.id)!
-    const price = series[Math.min(series.length - 1, Math.floor((ends.get(p.id)! - starts.get(p.id)!) / DAY))]!
+    const price = paths.get(p.id)!.at(ends.get(p.id)!)
     // The demo wallets are a slice of each vault's depositors.
     const tvl =
       p.status === 'closed'
@@ -634,7 +727,8 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
       api_endpoint: `https://vaults.example.com/api/v1/vaults/${p.id}`,
       description: p.extra.description,
       docs_url: p.extra.docs_url,
-      inception_date: iso(starts.get(p.id)!).slice(0, 10),
+      // The history starts here; the demo wallets joined later (at the vault's ageDays).
+      inception_date: iso(historyFrom).slice(0, 10),
       strategy_brief: p.extra.strategy_brief,
     }
   })
@@ -642,7 +736,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
   return {
     vaults,
     compositions: PLANS.flatMap((p) => compositions(rng, p, starts.get(p.id)!, ends.get(p.id)!, now)),
-    vault_snapshots: [],
+    vault_snapshots: vaults.flatMap((v, i) => vaultSnapshots(seed, PLANS[i]!, paths.get(v.id)!, v.tvl, now)),
     transactions,
   }
 }

@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
 import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import type { DataTimes, Freshness } from '../freshness/status.js'
 import type { LiveHub } from '../live/hub.js'
 import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
@@ -26,6 +27,13 @@ export interface Context {
   live?: LiveHub
   /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
   fresh(): void
+  /**
+   * The freshness times this request answers with (decisions §10): those the HTTP layer took for
+   * its Data-As-Of header when it did, else read once (the same for every field of the request).
+   */
+  dataTimes(): Promise<DataTimes>
+  /** The app's freshness service (GraphQL `meta`); absent in a context built without one. */
+  freshness?: Freshness
 }
 
 /** What the HTTP layer knows of a request before GraphQL runs (Yoga's server context). */
@@ -34,7 +42,11 @@ export interface RequestScope {
   deadline?: Deadline
   /** Set by the REST shim: its answers keep the errors' HTTP statuses (src/graphql/response-rules.ts). */
   rest?: boolean
+  /** The freshness times the answer's Data-As-Of header carries (src/http/headers.ts), so body and header agree. */
+  dataTimes?: DataTimes
 }
+
+const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
 
@@ -48,6 +60,8 @@ export function createContext({
   authenticate = notConfigured,
   settings = { spikePct: DEFAULT_SPIKE_PCT },
   live,
+  dataTimes,
+  freshness,
 }: RequestScope & {
   request: Request
   now?: Date
@@ -56,9 +70,11 @@ export function createContext({
   settings?: LoaderSettings
   authenticate?: (request: Request) => Promise<Viewer>
   live?: LiveHub
+  freshness?: Freshness
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
+  let times: Promise<DataTimes> | undefined
   return {
     live,
     fresh() {
@@ -75,6 +91,8 @@ export function createContext({
     settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
+    dataTimes: () => (times ??= Promise.resolve(dataTimes ?? freshness?.current() ?? NO_TIMES)),
+    freshness,
     // The deadline's signal is made on first use: most requests never ask for it.
     get signal() {
       return deadline?.signal ?? request.signal

@@ -36,6 +36,10 @@ export interface OperationClass {
   public: boolean
   /** A root field of key management is selected. */
   keyManagement: boolean
+  /** A query (not a mutation or subscription): its answer carries Data-As-Of unless it is key management (src/http/headers.ts). */
+  read: boolean
+  /** A subscription: its answer is an event stream, whatever the Accept header (README "Live updates"). */
+  subscription?: boolean
 }
 
 /** The class of an operation, memoised per document text (one parse and walk per distinct query). */
@@ -53,7 +57,7 @@ export function operationClassifier(schema: GraphQLSchema): (query: string, oper
   }
 }
 
-const UNKNOWN: OperationClass = { public: false, keyManagement: false }
+const UNKNOWN: OperationClass = { public: false, keyManagement: false, read: false }
 
 function classify(schema: GraphQLSchema, query: string, operationName: string | undefined): OperationClass {
   let document: DocumentNode
@@ -70,6 +74,8 @@ function classify(schema: GraphQLSchema, query: string, operationName: string | 
   return {
     public: operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set()),
     keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => KEY_MANAGEMENT_FIELDS.has(f)),
+    read: operation.operation === 'query',
+    subscription: operation.operation === 'subscription',
   }
 }
 

@@ -5,6 +5,7 @@ import { resolveViewer } from '../auth/viewer.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../core/clock.js'
 import type { RateLimits } from '../core/rate-limit.js'
+import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
 import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
@@ -28,8 +29,11 @@ export function createGatewayYoga({
   limits,
   examples,
   live,
+  freshness,
 }: {
   config: Config
+  /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
+  freshness?: Freshness
   clock: Clock
   limits: RateLimits
   /** The subscriptions' fan-out (src/live/hub.ts); without it a subscription is refused. */
@@ -41,7 +45,7 @@ export function createGatewayYoga({
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline }) =>
+    context: ({ request, requestId, deadline, dataTimes }) =>
       guardKeyManagement(
         createContext({
           request,
@@ -52,6 +56,8 @@ export function createGatewayYoga({
           authenticate: (r) => resolveViewer(r, session),
           settings: { spikePct: config.spikePct },
           live,
+          dataTimes,
+          freshness,
         }),
         {
           limits,

@@ -5,7 +5,7 @@ import type { HandOn } from './env.js'
 import type { ApiKeyVerifier } from '../keys/verifier.js'
 import { clientError } from './errors.js'
 import { notModified } from './etag.js'
-import { policyHeaders, rateLimitHeaders } from './headers.js'
+import { dataAsOfHeaders, policyHeaders, rateLimitHeaders } from './headers.js'
 import { recordRequest, requestIdOf } from './middleware/observability.js'
 import { clientIpOf } from './middleware/rate-limit.js'
 import { graphqlCacheKey, pathAndQuery, type CachedResponse, type ResponseCache } from './response-cache.js'
@@ -81,7 +81,12 @@ export function earlyAnswers(
       return handOn(forward(), env, { public: verdict })
     }
     // This client's RateLimit fields, added to the shared entry's answer here (never stored in it).
-    if (!entry.etag) return finish(request, route, started, 200, entry.body, { 'content-type': entry.contentType, ...rateLimitHeaders(state, 200) })
+    if (!entry.etag)
+      return finish(request, route, started, 200, entry.body, {
+        'content-type': entry.contentType,
+        ...rateLimitHeaders(state, 200),
+        ...dataAsOfHeaders(entry.dataAsOf, 200),
+      })
     const current = notModified(request.headers.get('if-none-match'), entry.etag)
     const status = current ? 304 : 200
     return finish(request, route, started, status, current ? null : entry.body, {
@@ -89,6 +94,7 @@ export function earlyAnswers(
       etag: entry.etag,
       'cache-control': entry.cacheControl!,
       ...rateLimitHeaders(state, status),
+      ...dataAsOfHeaders(entry.dataAsOf, status),
     })
   }
 

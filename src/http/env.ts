@@ -21,5 +21,7 @@ export type AppEnv = {
     counted?: Partial<Record<Bucket, Promise<RateLimitState | null>>>
     /** A /graphql operation selecting key management (src/graphql/public-operations.ts): its answer gets the key-management header policy. */
     keyManagement?: boolean
+    /** A read's Data-As-Of (src/http/headers.ts dataAsOfHeaders): set by the route that computed or found its answer. */
+    dataAsOf?: string | null
   }
 }

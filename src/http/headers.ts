@@ -5,7 +5,7 @@ import { rateLimitFields, type RateLimitState } from '../core/rate-limit.js'
 import type { AppEnv } from './env.js'
 
 // The one response-header policy of the gateway: security headers, the content security policy,
-// CORS, and the client's RateLimit fields on successful public answers. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
+// CORS, the client's RateLimit fields on successful public answers, and Data-As-Of on reads. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
 // them on every answer the routes give, and the early answers (src/http/early-answers.ts) build
 // their headers from the same function, so both paths answer the same by construction.
 
@@ -51,7 +51,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 const CORS = {
   allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
   allowHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'If-None-Match', 'X-GraphQL-CSRF'],
-  exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id', 'RateLimit-Policy', 'RateLimit'],
+  exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'Data-As-Of'],
   maxAge: 600,
 }
 const EXPOSE = CORS.exposeHeaders.join(',')
@@ -118,6 +118,19 @@ export function rateLimitHeaders(state: RateLimitState | null | undefined, statu
 }
 
 /**
+ * Data-As-Of (docs/spec/decisions.md §10) of a successful read (a REST `/v1` GET, a GraphQL query;
+ * key management excepted): the gateway's `data_as_of` (/v1/status) when the answer was computed,
+ * as the JSON bodies write times (RFC 3339, UTC, milliseconds). It is the time of the newest data
+ * the answer could use: every read sees the whole database as it was then. A cached answer keeps
+ * the value it was computed with (src/http/response-cache.ts stores it with the body; imports
+ * clear the cache). `dataAsOf`: undefined for an answer that is not a read, null while the gateway
+ * holds no data at all (then there is no header either).
+ */
+export function dataAsOfHeaders(dataAsOf: string | null | undefined, status: number): Record<string, string> {
+  return dataAsOf && status < 400 ? { 'data-as-of': dataAsOf } : {}
+}
+
+/**
  * Puts policyHeaders on the finished answer, on its Headers object: setting them through the
  * context (or before the handler runs, as hono/cors does) makes Hono rebuild the handler's response
  * around a stream, which costs more than a cached read itself. What a route set itself wins, but
@@ -133,6 +146,7 @@ export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler
       if (name === 'vary') headers.append(name, value)
       else if (!headers.has(name) || name.startsWith('access-control-') || name === 'cache-control') headers.set(name, value)
     }
+    for (const [name, value] of Object.entries(dataAsOfHeaders(c.get('dataAsOf'), c.res.status))) headers.set(name, value)
     const counted = c.get('counted')?.public
     if (counted) for (const [name, value] of Object.entries(rateLimitHeaders(await counted.catch(() => null), c.res.status))) headers.set(name, value)
   }

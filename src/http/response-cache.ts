@@ -4,6 +4,7 @@ import type { AppEnv } from './env.js'
 import { Deadline, underDeadline } from '../core/deadlines.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { OperationClass } from '../graphql/public-operations.js'
+import type { DataTimes, Freshness } from '../freshness/status.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -27,6 +28,8 @@ export interface CachedResponse {
   cacheControl?: string
   /** The route pattern that produced it (the early answers label their log line and metrics with it). */
   route?: string
+  /** A read's Data-As-Of when it was computed (src/http/headers.ts dataAsOfHeaders): a cached answer keeps it. */
+  dataAsOf?: string | null
 }
 
 interface Entry extends CachedResponse {
@@ -218,9 +221,10 @@ export function cachedGraphql(
   cache: ResponseCache,
   classOf: (query: string, operationName: string | undefined) => OperationClass,
   execute: ExecuteGraphql,
+  freshness?: Freshness,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   return async (c) => {
-    const scope = (): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline') })
+    const scope = (dataTimes?: DataTimes): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), dataTimes })
     if (!(c.req.header('content-type') ?? '').includes('application/json')) {
       // A body this handler does not read (a form post): what it selects is unknown, so it is
       // answered as key management would be (no-store, no wildcard CORS).
@@ -228,7 +232,8 @@ export function cachedGraphql(
       return execute(c.req.raw, scope())
     }
     const text = await c.req.text()
-    const forward = () => execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope())
+    const forward = (dataTimes?: DataTimes) =>
+      execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope(dataTimes))
     let params: { query?: unknown; operationName?: unknown }
     try {
       params = JSON.parse(text) as typeof params
@@ -238,31 +243,42 @@ export function cachedGraphql(
     if (typeof params?.query !== 'string') return forward()
     const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
     if (kind.keyManagement) c.set('keyManagement', true)
-    if (!cache.enabled || !kind.public) return forward()
+    // A read's Data-As-Of (decisions §10): the times are taken before it runs, and go into its context.
+    const reads = kind.read && !kind.keyManagement ? freshness : undefined
+    const timesNow = async () => (reads ? await reads.current() : undefined)
+    if (!cache.enabled || !kind.public) {
+      const dataTimes = await timesNow()
+      if (dataTimes) c.set('dataAsOf', isoOrNull(dataTimes.dataAsOf))
+      return forward(dataTimes)
+    }
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined
+    let ownTimes: DataTimes | undefined
     const shared = await cache.load(key, async (background) => {
+      const dataTimes = await timesNow()
+      const dataAsOf = dataTimes && isoOrNull(dataTimes.dataAsOf)
       if (background) {
         // Nobody waits for this answer: an error or a non-200 is dropped, never shared.
         const detached = new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text })
         return underDeadline(c.get('deadline')?.detached() ?? Deadline.in(60_000), async (deadline) => {
-          const response = await execute(detached, { requestId: c.get('requestId'), deadline })
+          const response = await execute(detached, { requestId: c.get('requestId'), deadline, dataTimes })
           if (response.status !== 200) {
             await response.body?.cancel().catch(() => {})
             return undefined
           }
           const body = await response.text()
-          return body.includes('"errors":') ? undefined : { body, contentType: response.headers.get('content-type') ?? 'application/json' }
+          return body.includes('"errors":') ? undefined : { body, contentType: response.headers.get('content-type') ?? 'application/json', dataAsOf }
         })
       }
-      const response = await forward()
+      ownTimes = dataTimes
+      const response = await forward(dataTimes)
       if (response.status !== 200) {
         own = response
         return undefined
       }
       const body = await response.text()
-      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql' }
+      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql', dataAsOf }
       // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
       if (body.includes('"errors":')) {
         own = new Response(body, { status: 200, headers: response.headers })
@@ -270,8 +286,18 @@ export function cachedGraphql(
       }
       return answer
     })
-    if (own) return own
-    if (shared) return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
-    return forward()
+    if (own) {
+      if (ownTimes) c.set('dataAsOf', isoOrNull(ownTimes.dataAsOf))
+      return own
+    }
+    if (shared) {
+      if (shared.dataAsOf !== undefined) c.set('dataAsOf', shared.dataAsOf)
+      return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
+    }
+    const dataTimes = await timesNow()
+    if (dataTimes) c.set('dataAsOf', isoOrNull(dataTimes.dataAsOf))
+    return forward(dataTimes)
   }
 }
+
+const isoOrNull = (t: Date | null) => t?.toISOString() ?? null

@@ -231,11 +231,13 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || 'document'
 }
 
-const MAX_REPORTED = 5
+/** Problems named in one refusal; the rest are counted. */
+export const MAX_REPORTED = 5
 
-export function reject(issues: Issue[]): never {
+/** `total`: how many problems there are, when `issues` holds only the first of them. */
+export function reject(issues: Issue[], total = issues.length): never {
   const shown = issues.slice(0, MAX_REPORTED).map((i) => `${formatPath(i.path)}: ${i.message}`)
-  const more = issues.length - shown.length
+  const more = total - shown.length
   throw badRequest(shown.join('; ') + (more > 0 ? `; and ${more} more problem${more === 1 ? '' : 's'}` : ''))
 }
 

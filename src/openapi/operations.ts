@@ -9,7 +9,7 @@ import { Amount, component, envelope, Percent, ServerTime, Timestamp } from '../
 import { VaultSchema } from '../rest/routes/vaults.js'
 import { eventDataSchemas, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { DeliveryPageSchema, WebhookCreatedSchema, WebhookDeliverySchema, WebhookEndpointSchema } from '../webhooks/views.js'
-import { buildOpenApiDocument, RATE_LIMIT_HEADERS, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
+import { buildOpenApiDocument, DATA_AS_OF_HEADER, RATE_LIMIT_HEADERS, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
 
 // The routes outside the REST shim (health, metrics, GraphQL, admin, internal) are plain Hono
 // handlers, so their descriptions live here; test/openapi/openapi.test.ts checks that every route the app
@@ -209,7 +209,8 @@ export const httpOperations: OperationDoc[] = [
         description: 'The result; resolver errors are in `errors` with `extensions.code`.',
         schema: GraphQLResult,
         contentTypes: GRAPHQL_TYPES,
-        headers: RATE_LIMIT_HEADERS,
+        // Data-As-Of on queries (not mutations, not key management).
+        headers: { ...RATE_LIMIT_HEADERS, ...DATA_AS_OF_HEADER },
       },
       400: {
         description: 'A document that does not parse or validate (`bad_request`); with `Accept: application/json` this is a 200.',

@@ -2,14 +2,15 @@ import { getQueryParams } from 'hono/utils/url'
 import type { Config } from '../config.js'
 import { Deadline } from '../core/deadlines.js'
 import type { RateLimits, RateLimitState } from '../core/rate-limit.js'
+import type { Freshness } from '../freshness/status.js'
 import type { Yoga } from '../graphql/yoga.js'
 import { notModified } from '../http/etag.js'
-import { isKeyPath } from '../http/headers.js'
+import { dataAsOfHeaders, isKeyPath } from '../http/headers.js'
 import { finish, restError, type Finish } from '../http/hot/answer.js'
 import type { HotHandler } from '../http/hot/exchange.js'
 import { requestIdOf } from '../http/middleware/observability.js'
 import type { ResponseCache } from '../http/response-cache.js'
-import { inputOf, runRoute } from './mount.js'
+import { inputOf, readsData, runRoute } from './mount.js'
 import { pathParamNames, type RestRoute } from './route.js'
 
 // The REST shim's GET routes without Hono and without a Web Request (docs/adr/0004-hot-path.md):
@@ -33,12 +34,15 @@ export function hotRest({
   limits,
   cache,
   routes,
+  freshness,
 }: {
   config: Pick<Config, 'cors' | 'trustProxyHops' | 'requests'>
   yoga: Yoga
   limits: RateLimits
   cache: ResponseCache
   routes: RestRoute[]
+  /** The times of Data-As-Of (decisions §10), as on the mounted routes. */
+  freshness?: Freshness
 }): HotHandler {
   // In the mounting order: the first route that matches answers, as in Hono.
   const table: Entry[] = []
@@ -85,13 +89,15 @@ export function hotRest({
         const pathParams: Record<string, string> = {}
         for (let i = 0; i < names.length; i++) pathParams[names[i]!] = values[i + 1]!
         const input = inputOf(route, pathParams, getQueryParams(x.url) as Record<string, string[]>, {})
-        const answer = await runRoute(yoga, route, input, x.request, { requestId, deadline, rest: true }, routePath)
-        if (!answer.cacheControl) return finish(f, 200, { 'content-type': answer.contentType, 'cache-control': 'no-store' }, answer.body)
+        const answer = await runRoute(yoga, route, input, x.request, { requestId, deadline, rest: true }, routePath, readsData(route) ? freshness : undefined)
+        if (!answer.cacheControl)
+          return finish(f, 200, { 'content-type': answer.contentType, 'cache-control': 'no-store', ...dataAsOfHeaders(answer.dataAsOf, 200) }, answer.body)
         const current = notModified(x.header('if-none-match'), answer.etag!)
+        const status = current ? 304 : 200
         return finish(
           f,
-          current ? 304 : 200,
-          { 'content-type': answer.contentType, etag: answer.etag!, 'cache-control': answer.cacheControl },
+          status,
+          { 'content-type': answer.contentType, etag: answer.etag!, 'cache-control': answer.cacheControl, ...dataAsOfHeaders(answer.dataAsOf, status) },
           current ? null : answer.body,
         )
       } catch (e) {

@@ -4,9 +4,11 @@ import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
+import type { Freshness } from '../freshness/status.js'
 import type { AppEnv } from '../http/env.js'
 import { parseJsonObject } from '../http/json-body.js'
 import { etagOf, notModified } from '../http/etag.js'
+import { isKeyPath } from '../http/headers.js'
 import { pathAndQuery, type CachedResponse, type ResponseCache } from '../http/response-cache.js'
 import type { Params, ParsedParams } from './params.js'
 import { pathParamNames, resultError, type RestRoute, type RouteInput } from './route.js'
@@ -49,7 +51,14 @@ async function routeInput(c: HonoContext<AppEnv>, route: RestRoute): Promise<Rou
   return route.method === 'POST' ? { ...partial, body: await readBody(c) } : partial
 }
 
-/** What a route answers with a 200 (`cacheControl` only on `cache`d routes), after running its document. */
+/** Whether a route's answer is vault or wallet data, carrying Data-As-Of (decisions §10): GET routes other than key management. */
+export const readsData = (route: RestRoute) => route.method === 'GET' && !isKeyPath(`/v1${route.path}`)
+
+/**
+ * What a route answers with a 200 (`cacheControl` only on `cache`d routes), after running its
+ * document. `reads`: for a read, the freshness times, taken before the document runs (the data it
+ * reads is at least this new), go into its context and the answer's `dataAsOf`.
+ */
 export async function runRoute(
   yoga: Yoga,
   route: RestRoute,
@@ -57,35 +66,53 @@ export async function runRoute(
   request: Request,
   scope: RequestScope,
   routePath: string,
+  reads?: Freshness,
 ): Promise<CachedResponse> {
   const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
   const variables = route.variables(input)
-  const result = (await yoga.getResultForParams({ params: { query: route.document, variables }, request }, scope)) as ExecutionResult
+  const dataTimes = reads && (await reads.current())
+  const result = (await yoga.getResultForParams(
+    { params: { query: route.document, variables }, request },
+    dataTimes ? { ...scope, dataTimes } : scope,
+  )) as ExecutionResult
   const error = resultError(result)
   if (error) throw error
   const body = JSON.stringify(route.shape(result.data, input))
-  return { body, contentType: 'application/json; charset=utf-8', etag: cacheControl && etagOf(body), cacheControl, route: routePath }
+  return {
+    body,
+    contentType: 'application/json; charset=utf-8',
+    etag: cacheControl && etagOf(body),
+    cacheControl,
+    route: routePath,
+    dataAsOf: dataTimes ? (dataTimes.dataAsOf?.toISOString() ?? null) : undefined,
+  }
 }
 
 /** A public answer: its ETag, a shared-cache lifetime, and 304 when the client has it already. */
 function publicAnswer(c: HonoContext<AppEnv>, r: CachedResponse) {
+  if (r.dataAsOf !== undefined) c.set('dataAsOf', r.dataAsOf)
   c.header('Content-Type', r.contentType)
   c.header('ETag', r.etag!)
   c.header('Cache-Control', r.cacheControl!)
   return notModified(c.req.header('if-none-match'), r.etag!) ? c.body(null, 304) : c.body(r.body, 200)
 }
 
-/** `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts). */
-export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache) {
+/**
+ * `responseCache`: where public GET routes keep their answers (see src/http/response-cache.ts).
+ * `freshness`: the times a read's Data-As-Of header and its body's `as_of` values are taken from.
+ */
+export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], responseCache?: ResponseCache, freshness?: Freshness) {
   for (const route of routes) {
     const declared = Object.keys(route.params).sort().join(',')
     if (pathParamNames(route.path).sort().join(',') !== declared)
       throw new Error(`REST route ${route.method} ${route.path} declares path parameters [${declared}]`)
     const shared = route.cache?.scope === 'public' && route.method === 'GET' ? responseCache : undefined
+    // Reads carry Data-As-Of (decisions §10); key management is not vault data.
+    const reads = readsData(route) ? freshness : undefined
 
     /** Runs the route's document; throws the AppError REST answers with. `request`/`scope`: what Yoga's context is made from. */
     const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> =>
-      runRoute(yoga, route, await routeInput(c, route), request, scope, c.req.routePath)
+      runRoute(yoga, route, await routeInput(c, route), request, scope, c.req.routePath, reads)
     const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
 
     app.on(route.method, route.path, async (c) => {
@@ -116,6 +143,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
         if (answer) return publicAnswer(c, answer)
       }
       const answer = await own(c)
+      if (answer.dataAsOf !== undefined) c.set('dataAsOf', answer.dataAsOf)
       if (!answer.cacheControl) {
         c.header('Content-Type', answer.contentType)
         c.header('Cache-Control', 'no-store')

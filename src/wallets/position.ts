@@ -20,7 +20,7 @@ export interface VaultPrices {
   baseAssetPriceUsd: DecimalLike | null
 }
 
-/** The spec's "User position summary" (its `as_of` is the request time), amounts formatted for the wire (docs/spec/decisions.md §3). */
+/** The spec's "User position summary" (its `as_of`, the time of the newest data used, is added by the GraphQL type), amounts formatted for the wire (docs/spec/decisions.md §3). */
 export interface PositionSummary {
   vaultId: string
   shareBalance: string

@@ -169,6 +169,7 @@ export interface PendingRedeemRow {
 
 export interface PendingRedeems {
   address: string
+  /** The time of the newest data used (the gateway's data_as_of, src/freshness/status.ts). */
   asOf: Date
   pendingRedeems: PendingRedeemRow[]
   totalPending: string
@@ -180,7 +181,7 @@ export interface PendingRedeems {
  * will be served in); the delay reads transactions_completed_redeems_idx, and is only asked for
  * when there is a pending redeem (without one there are no vaults to average over: 0).
  */
-export async function pendingRedeemsOf(address: string, now: Date): Promise<PendingRedeems> {
+export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = now): Promise<PendingRedeems> {
   const rows = await prisma.$queryRaw<{ vault_id: string; amount: string; timestamp: Date; tx_hash: string }[]>`
     SELECT vault_id, amount::text AS amount, "timestamp", tx_hash FROM transactions
     WHERE address = ${address} AND type = 'redeem' AND status = 'pending'
@@ -198,7 +199,7 @@ export async function pendingRedeemsOf(address: string, now: Date): Promise<Pend
   }
   return {
     address,
-    asOf: now,
+    asOf,
     pendingRedeems: rows.map((r) => ({ vaultId: r.vault_id, amount: r.amount, submittedAt: r.timestamp, transactionType: 'redeem', txHash: r.tx_hash })),
     totalPending: sumAmounts(rows.map((r) => r.amount)),
     averageRedeemDelay,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.js'
 import { Decimal } from '../../src/core/decimal.js'
-import { DEMO_NOW, demoHints, demoWallets, generateDemoDataset } from '../../src/demo/dataset.js'
+import { DEMO_HISTORY_DAYS, DEMO_NOW, DEMO_SPIKE, demoHints, demoWallets, generateDemoDataset } from '../../src/demo/dataset.js'
 import { seedDemoIfEmpty } from '../../src/demo/seed.js'
 import { type ImportDocument, validateImportDocument } from '../../src/importer/document.js'
 import { testBackend, testDatabase } from '../support/db.js'
@@ -86,6 +86,55 @@ describe('demo dataset', () => {
     expect(new Set(doc.compositions.flatMap((c) => c.positions.map((p) => p.platform))).size).toBeGreaterThanOrEqual(6)
   })
 
+  it("has two years of hourly vault snapshots ending at each vault's live values", () => {
+    const HOUR = 3_600_000
+    for (const v of doc.vaults) {
+      const history = doc.vault_snapshots.filter((s) => s.vault_id === v.id)
+      const times = history.map((s) => Date.parse(s.as_of))
+      expect(times[0], v.id).toBe(Math.floor(now.getTime() / HOUR) * HOUR - DEMO_HISTORY_DAYS * DAY)
+      expect(
+        times.every((t, i) => i === 0 || t - times[i - 1]! === HOUR),
+        v.id,
+      ).toBe(true)
+      // Two years to now; the closed vault's ends when it closed (with nothing left in it).
+      if (v.status !== 'closed') expect(history.length, v.id).toBe(DEMO_HISTORY_DAYS * 24 + 1)
+      else expect([history.length > 300 * 24, history.at(-1)!.tvl]).toEqual([true, '0'])
+      const last = history.at(-1)!
+      expect([last.share_price, last.tvl, last.base_asset_price_usd], v.id).toEqual([v.share_price, v.tvl, v.base_asset_price_usd])
+    }
+  })
+
+  it('drifts a few percent a year, has one vault losing money and exactly one spike past SPIKE_PCT (50 %)', () => {
+    const HOURS_A_YEAR = 365 * 24
+    const yearly = new Map<string, number>()
+    for (const v of doc.vaults.filter((v) => v.status !== 'closed')) {
+      const history = doc.vault_snapshots.filter((s) => s.vault_id === v.id)
+      yearly.set(
+        v.id,
+        new Decimal(history.at(-1)!.share_price)
+          .div(history.at(-1 - HOURS_A_YEAR)!.share_price)
+          .minus(1)
+          .times(100)
+          .toNumber(),
+      )
+    }
+    const losing = [...yearly].filter(([, pct]) => pct < 0).map(([id]) => id)
+    expect(losing).toEqual(['hyper-wbtc-carry'])
+    for (const [id, pct] of yearly) {
+      if (id === 'hyper-wbtc-carry') continue
+      expect(pct, id).toBeGreaterThan(2)
+      expect(pct, id).toBeLessThan(10)
+    }
+    const spikes: string[] = []
+    for (let i = 1; i < doc.vault_snapshots.length; i++) {
+      const [a, b] = [doc.vault_snapshots[i - 1]!, doc.vault_snapshots[i]!]
+      if (a.vault_id !== b.vault_id) continue
+      const move = new Decimal(b.share_price).div(a.share_price).minus(1).abs()
+      if (move.gt(0.5)) spikes.push(`${b.vault_id} ${b.as_of}`)
+    }
+    expect(spikes).toEqual([`${DEMO_SPIKE.vaultId} ${new Date(now.getTime() - DEMO_SPIKE.agoHours * 3_600_000).toISOString()}`])
+  })
+
   it('suggests wallets that really have pending redeems and open positions', () => {
     const hints = demoHints(doc)
     expect(hints.vaultIds).toEqual(doc.vaults.map((v) => v.id))
@@ -125,7 +174,11 @@ describe(`demo seeding (${testBackend})`, () => {
     const row = await db.prisma.transaction.findUniqueOrThrow({ where: { id: sample.id } })
     expect([row.amount.toFixed(), row.shares.toFixed(), row.timestamp.toISOString()]).toEqual([sample.amount, sample.shares, sample.timestamp])
 
+    expect(await db.prisma.vaultSnapshot.count()).toBe(expected.vault_snapshots.length)
+    // The last import's data is as new as its newest snapshot: the dataset's now.
+    expect((await db.prisma.dataState.findUniqueOrThrow({ where: { id: 1 } })).dataAsOf?.toISOString()).toBe(now.toISOString())
     expect(await seedDemoIfEmpty(db.prisma, { now })).toEqual({ seeded: false })
     expect(await db.prisma.transaction.count()).toBe(expected.transactions.length)
-  })
+    // The whole first-start load (140k snapshots): minutes on a machine shared by many test workers.
+  }, 300_000)
 })

@@ -71,7 +71,7 @@ describe(`CORS (${testBackend})`, () => {
       expect(res.status).toBe(200)
       expect(res.headers.get('access-control-allow-origin')).toBe('*')
       expect(res.headers.get('access-control-allow-credentials')).toBeNull()
-      expect(res.headers.get('access-control-expose-headers')).toBe('ETag,Retry-After,X-Request-Id,RateLimit-Policy,RateLimit')
+      expect(res.headers.get('access-control-expose-headers')).toBe('ETag,Retry-After,X-Request-Id,RateLimit-Policy,RateLimit,Data-As-Of')
       const pre = await preflight(t, '/graphql', 'https://anywhere.example')
       expect(pre.status).toBe(204)
       expect(pre.headers.get('access-control-allow-origin')).toBe('*')

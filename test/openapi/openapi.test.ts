@@ -176,6 +176,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/v1/users/${WALLET}/vaults/${fullVault.id}/summary`, status: 200 },
       { path: `/v1/users/0x123/vaults/${fullVault.id}/summary`, status: 400 },
       { path: `/v1/users/${WALLET}/vaults/beta-eth/summary`, status: 404 },
+      { path: '/v1/status', status: 200 },
     ]
     // Key management, as the wallet-session holder (spec §7's statuses), then operator and internal routes.
     const session = (wallets: string[], extra: Record<string, string> = {}) => t.session(wallets, extra)

@@ -96,6 +96,20 @@ describe.skipIf(skip)(anvilSuiteTitle(`the gateway follows VAULT_SOURCES_FILE (a
     )
     expect(metrics).toMatch(/^vaultgate_source_follower 1$/m)
     expect(metrics).toMatch(new RegExp(`^vaultgate_source_head_block\\{chain="anvil"\\} ${await chain.blockNumber()}$`, 'm'))
+    // The freshness contract's sources (decisions §10): the follower's state, as /v1/status answers it.
+    const status = await (await fetch(`${url}/v1/status`)).json()
+    expect(status.sources).toEqual([
+      expect.objectContaining({
+        name: 'chain:anvil',
+        chain: 'anvil',
+        chain_id: CHAIN_ID,
+        vault_ids: ['usd-4626'],
+        head_block: String(await chain.blockNumber()),
+        lag_blocks: 2,
+        last_error: null,
+      }),
+    ])
+    expect(status.data_as_of).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/))
     expect(gateway.output()).toContain(`"chain":"anvil"`)
     expect(gateway.output()).not.toContain(anvil.url) // an RPC URL may carry a key: never logged
   })

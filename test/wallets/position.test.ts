@@ -7,6 +7,8 @@ import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
 
 const NOW = new Date('2026-11-21T12:00:00.000Z')
+/** The import's time: its snapshots of the vault records are the newest data, so every `as_of` (decisions §10). */
+const IMPORTED = new Date('2026-11-21T11:30:00.000Z')
 const A = '0x52908400098527886e0f7030069857d2e4169ee7'
 const A_MIXED = '0x52908400098527886E0F7030069857D2E4169EE7'
 const B = '0x8617e340b3d01fa5f11f306f4090fd50e238070d'
@@ -50,7 +52,7 @@ const transactions: ImportTransaction[] = [
 
 const s1 = {
   vault_id: 's1',
-  as_of: '2026-11-21T12:00:00.000Z',
+  as_of: '2026-11-21T11:30:00.000Z',
   share_balance: '1176.190476190476190476',
   share_price: '0.9',
   position_value_usd: '1058.783142857142857143',
@@ -95,16 +97,20 @@ describe(`position summary (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({
-      vaults: [
-        vaultDoc('s1', { share_price: '0.9', base_asset_price_usd: '1.0002' }),
-        vaultDoc('s2', { share_price: '1.3', base_asset_price_usd: '2.5', base_asset: 'WETH' }),
-        vaultDoc('s3', { share_price: '1.000000000000000000' }),
-        vaultDoc('s4'),
-        vaultDoc('s5'),
-      ],
-      transactions,
-    })
+    await importDocument(
+      {
+        vaults: [
+          vaultDoc('s1', { share_price: '0.9', base_asset_price_usd: '1.0002' }),
+          vaultDoc('s2', { share_price: '1.3', base_asset_price_usd: '2.5', base_asset: 'WETH' }),
+          vaultDoc('s3', { share_price: '1.000000000000000000' }),
+          vaultDoc('s4'),
+          vaultDoc('s5'),
+        ],
+        transactions,
+      },
+      undefined,
+      { clock: () => IMPORTED },
+    )
   })
   afterAll(() => t.close())
   beforeEach(() => {

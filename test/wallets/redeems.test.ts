@@ -6,9 +6,11 @@ import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
 
-// Pending redeems with known answers. The request time is pinned so `as_of` and the 90-day window
-// of the average delay are exact.
+// Pending redeems with known answers. The request time is pinned so the 90-day window of the
+// average delay is exact; `as_of` is the time of the newest data (decisions §10): the import's
+// snapshots of the vault records, half an hour before the request.
 const NOW = new Date('2026-11-21T12:00:00.000Z')
+const IMPORTED = new Date('2026-11-21T11:30:00.000Z')
 const at = (msBeforeNow: number) => new Date(NOW.getTime() - msBeforeNow).toISOString()
 const S = 1000
 const H = 3_600_000
@@ -71,7 +73,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'].map((id) => vaultDoc(id)), transactions })
+    await importDocument({ vaults: ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'].map((id) => vaultDoc(id)), transactions }, undefined, { clock: () => IMPORTED })
   })
   afterAll(() => t.close())
   // Only Date is faked: the database drivers' timers keep running.
@@ -93,7 +95,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
       cacheControl: 'no-store',
       body: {
         address: A,
-        as_of: '2026-11-21T12:00:00.000Z',
+        as_of: '2026-11-21T11:30:00.000Z',
         pending_redeems: [
           {
             vault_id: 'v3',
@@ -129,7 +131,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
     expect(result).toEqual({
       status: 200,
       cacheControl: 'no-store',
-      body: { address: C, as_of: '2026-11-21T12:00:00.000Z', pending_redeems: [], total_pending: '0', average_redeem_delay: 0 },
+      body: { address: C, as_of: '2026-11-21T11:30:00.000Z', pending_redeems: [], total_pending: '0', average_redeem_delay: 0 },
     })
     expect(statements).toHaveLength(1)
   })
@@ -137,7 +139,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
   it('answers delay 0 when no redeem completed in the wallet’s vaults in the last 90 days', async () => {
     expect((await get(E)).body).toEqual({
       address: E,
-      as_of: '2026-11-21T12:00:00.000Z',
+      as_of: '2026-11-21T11:30:00.000Z',
       pending_redeems: [
         { vault_id: 'v5', amount: '2.5', submitted_at: '2026-11-21T06:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions.at(-1)!.tx_hash },
       ],
@@ -165,7 +167,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
           user: {
             pendingRedeems: {
               address: A,
-              asOf: '2026-11-21T12:00:00.000Z',
+              asOf: '2026-11-21T11:30:00.000Z',
               totalPending: '1333332.655566665555556667',
               averageRedeemDelay: 30783,
               pendingRedeems: [3, 0, 1, 2].map((i) => {

@@ -8,5 +8,6 @@ import './transaction.js'
 import './position.js'
 import './api-key.js'
 import './subscription.js'
+import './meta.js'
 
 export const schema = builder.toSchema({ sortSchema: false })

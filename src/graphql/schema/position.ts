@@ -1,4 +1,5 @@
 import { builder } from '../builder.js'
+import type { Context } from '../context.js'
 import { isOpen, type PositionSummary } from '../../wallets/position.js'
 import { notFound, quoted } from '../../core/errors.js'
 import { positionsOf } from '../../wallets/store.js'
@@ -6,13 +7,22 @@ import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as Pending
 import { TransactionTypeEnum } from './transaction.js'
 import { User } from './user.js'
 
+/**
+ * The `asOf` of wallet answers (decisions §10; before, the request time): the data they are
+ * computed from is the whole database as of the gateway's data_as_of, the value of the answer's
+ * Data-As-Of header. The request time only while there is no data at all.
+ */
+const AS_OF =
+  'The time of the newest data used: the newest vault snapshot or transaction time the gateway held when answering (`meta.dataAsOf`, the Data-As-Of header); the request time only while it holds no data.'
+const asOfData = async (_p: unknown, _a: unknown, ctx: Context) => (await ctx.dataTimes()).dataAsOf ?? ctx.now
+
 // Named UserPosition: `Position` is the composition's allocation entry in the spec.
 export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').implement({
   description:
     "A wallet's position in one vault (the spec's user position summary). Out-flows (withdraw and redeem, completed or pending) have left the balance; amounts are exact, derived ones rounded once to 18 decimals.",
   fields: (t) => ({
     vaultId: t.exposeID('vaultId'),
-    asOf: t.field({ type: 'DateTime', description: 'The time of the request.', resolve: (_p, _a, ctx) => ctx.now }),
+    asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: asOfData }),
     shareBalance: t.expose('shareBalance', {
       type: 'Decimal',
       description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.',
@@ -46,7 +56,7 @@ export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRed
   description: "A wallet's redeems that are still pending, across vaults.",
   fields: (t) => ({
     address: t.exposeString('address'),
-    asOf: t.expose('asOf', { type: 'DateTime', description: 'The time of the request.' }),
+    asOf: t.expose('asOf', { type: 'DateTime', description: AS_OF }),
     pendingRedeems: t.expose('pendingRedeems', { type: [PendingRedeem], description: 'Oldest first.' }),
     totalPending: t.expose('totalPending', { type: 'Decimal', description: 'Exact sum of the pending amounts.' }),
     averageRedeemDelay: t.exposeInt('averageRedeemDelay', {
@@ -59,7 +69,7 @@ export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRed
 builder.objectFields(User, (t) => ({
   pendingRedeems: t.field({
     type: PendingRedeems,
-    resolve: (user, _args, ctx) => pendingRedeemsOf(user.address, ctx.now),
+    resolve: async (user, _args, ctx) => pendingRedeemsOf(user.address, ctx.now, (await ctx.dataTimes()).dataAsOf ?? ctx.now),
   }),
   position: t.field({
     type: UserPosition,

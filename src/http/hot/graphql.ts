@@ -7,6 +7,8 @@ import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
 import type { RequestScope } from '../../graphql/context.js'
 import type { OperationClass } from '../../graphql/public-operations.js'
 import type { Yoga } from '../../graphql/yoga.js'
+import type { Freshness } from '../../freshness/status.js'
+import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
 import { requestIdOf } from '../middleware/observability.js'
 import type { ResponseCache } from '../response-cache.js'
@@ -65,12 +67,15 @@ export function hotGraphql({
   limits,
   cache,
   classOf,
+  freshness,
 }: {
   config: Pick<Config, 'cors' | 'trustProxyHops' | 'requests'>
   yoga: Yoga
   limits: RateLimits
   cache: ResponseCache
   classOf: (query: string, operationName: string | undefined) => OperationClass
+  /** The times of a read's Data-As-Of (decisions §10), as in src/http/response-cache.ts graphqlRoute. */
+  freshness?: Freshness
 }): HotHandler {
   const internals = yoga as unknown as YogaInternals
   const maxBytes = config.requests.bodyLimitBytes
@@ -130,6 +135,9 @@ export function hotGraphql({
       const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
       // A public query while the response cache is on: the early answers and the cache's single flight serve it.
       if (kind.public && cache.enabled) return { body: text }
+      // A subscription is answered as an event stream (counted, limited and ended on shutdown by
+      // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
+      if (kind.subscription) return { body: text }
       const keyManagement = kind.keyManagement
       const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
       verdict.catch(() => {})
@@ -142,7 +150,9 @@ export function hotGraphql({
       const requestId = requestIdOf(x.header('x-request-id'))
       const deadline = Deadline.in(config.requests.timeoutMs, x.client)
       const f: Finish = { config, exchange: x, path: '/graphql', route: '/graphql', requestId, started, keyManagement, rateLimit, deadline }
-      const scope: RequestScope = { requestId, deadline }
+      // A read's Data-As-Of: the times are taken before it runs, and go into its context.
+      const dataTimes = kind.read && !keyManagement && freshness ? await freshness.current() : undefined
+      const scope: RequestScope = { requestId, deadline, dataTimes }
       try {
         let result: ExecutionResult
         try {
@@ -159,7 +169,7 @@ export function hotGraphql({
         const status = captured.init.status ?? 200
         // explainNotAcceptable's body; Hono keeps the replaced answer's other headers (Yoga's `accept` list) on it.
         if (status === 406 && own['content-type'] === undefined) return finish(f, 406, { ...NOT_ACCEPTABLE.headers, ...own }, NOT_ACCEPTABLE.body)
-        return finish(f, status, own, captured.body)
+        return finish(f, status, dataTimes ? { ...own, ...dataAsOfHeaders(dataTimes.dataAsOf?.toISOString() ?? null, status) } : own, captured.body)
       } finally {
         deadline.end()
       }

@@ -1,5 +1,6 @@
 import { apiKeyRoutes } from './api-keys.js'
 import type { RestRoute } from '../route.js'
+import { statusRoutes } from './status.js'
 import { userRoutes } from './users.js'
 import { vaultRoutes } from './vaults.js'
 
@@ -7,4 +8,4 @@ import { vaultRoutes } from './vaults.js'
  * The REST shim's route table: every documented `/v1` path, each a fixed GraphQL document
  * plus the mapping of its parameters and result. Route modules per domain export their rows.
  */
-export const restRoutes: RestRoute[] = [...vaultRoutes, ...userRoutes, ...apiKeyRoutes]
+export const restRoutes: RestRoute[] = [...vaultRoutes, ...userRoutes, ...apiKeyRoutes, ...statusRoutes]

@@ -47,7 +47,10 @@ const PendingRedeemsSchema = component(
   'PendingRedeems',
   z.object({
     address: z.string(),
-    as_of: Timestamp.meta({ description: 'The time of the request.' }),
+    as_of: Timestamp.meta({
+      description:
+        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+    }),
     pending_redeems: z
       .array(
         component(
@@ -68,7 +71,10 @@ const PositionSummarySchema = component(
   'PositionSummary',
   z.object({
     vault_id: z.string(),
-    as_of: Timestamp.meta({ description: 'The time of the request.' }),
+    as_of: Timestamp.meta({
+      description:
+        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+    }),
     share_balance: Amount,
     share_price: Amount,
     position_value_usd: Amount.nullable().meta({
