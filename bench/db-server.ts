@@ -5,9 +5,12 @@ import { dbRoutes, operationOf, type Query } from './db-queries.js'
 
 // The database-limit server: bare node:http, one hand-written statement per request (see
 // db-queries.ts). `DATABASE_URL` = PostgreSQL through a pg pool of `POOL_MAX` connections (the
-// gateway's default pool size), or `PGLITE_DIR` = a copy of the embedded database.
+// gateway's default pool size; JIT off, as the gateway's sessions: src/db/client.ts createPool), or
+// `PGLITE_DIR` = a copy of the embedded database.
 
-const pool = process.env.DATABASE_URL ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_MAX ?? 10) }) : undefined
+const pool = process.env.DATABASE_URL
+  ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_MAX ?? 10), options: '-c jit=off' })
+  : undefined
 const pglite = pool ? undefined : await PGlite.create(process.env.PGLITE_DIR!)
 const query: Query = pool
   ? async (sql, params) => (await pool.query(sql, params)).rows

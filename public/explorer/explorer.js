@@ -1,8 +1,9 @@
 // vaultgate explorer: a small page over the GraphQL API and a few REST reads (no build step, no
-// framework; ES modules: lib.js helpers, performance.js the history panel).
+// framework; ES modules: lib.js helpers, performance.js the history panel, freshness.js the header).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
 // State lives in the URL (?vault=…&wallet=…&history=…&group_by=…&timeframe=…) so views can be shared.
 
+import { fetchStatus, renderFreshness } from './freshness.js'
 import { $, amount, applyTheme, bucketLabel, color, compact, day, definitionList, drawChart, el, graphql, isPhone, minute, pct } from './lib.js'
 import { fetchPerformance, fetchPerformanceSeries, renderPerformance, renderPerformanceSeries, TIMEFRAMES } from './performance.js'
 
@@ -184,6 +185,10 @@ function renderComposition(v) {
     options: {
       maintainAspectRatio: false,
       animation: false,
+      // Beside the doughnut on a wide screen, under it on a phone (also when the window is resized).
+      onResize: (chart) => {
+        chart.options.plugins.legend.position = isPhone() ? 'bottom' : 'right'
+      },
       plugins: {
         legend: { position: isPhone() ? 'bottom' : 'right' },
         tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } },
@@ -267,10 +272,10 @@ async function showHistory({ vault = null, summary = true } = {}) {
   document.body.dataset.history = `${state.vault} ${series.timeframe}`
 }
 
-/** A vault's whole view: metadata, composition and history load in parallel. */
+/** A vault's whole view: metadata, composition and history load in parallel, and the header's freshness with them. */
 async function showVaultAndHistory() {
   const vault = showVault()
-  await Promise.all([vault, showHistory({ vault })])
+  await Promise.all([vault, showHistory({ vault }), showFreshness()])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,7 +392,16 @@ function wire() {
 }
 
 // For other modules (a live-update module can import these and re-render on a push).
-export { loadVaults, run, showHistory, showVault, showVaultAndHistory, showWallet, state }
+export { loadVaults, run, showFreshness, showHistory, showVault, showVaultAndHistory, showWallet, state }
+
+/** The header's freshness line; the page works without it (an older gateway has no /v1/status). */
+async function showFreshness() {
+  try {
+    renderFreshness(await fetchStatus())
+  } catch {
+    $('freshness').hidden = true
+  }
+}
 
 readUrl()
 applyTheme()
@@ -398,6 +412,7 @@ run(async () => {
   state.vault ??= ids[0] ?? null
   if (!state.vault) {
     $('vault-name').textContent = 'No vaults yet'
+    await showFreshness()
     return
   }
   await showVaultAndHistory()

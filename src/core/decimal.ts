@@ -13,9 +13,15 @@ const MAX_INTEGER_DIGITS = 60
 /** Anything decimal-like: decimal.js / Prisma.Decimal instances, or strings. */
 export type DecimalLike = { toFixed(): string } | string
 
+/** Already in the form formatAmount gives (the common case: the database's text, a formatted value). */
+const CANONICAL = /^(?!-0$)-?(0|[1-9]\d*)(\.\d*[1-9])?$/
+
 /** Plain decimal notation, no exponent, no trailing fractional zeros, "0" never "-0" (decisions §3). */
 export function formatAmount(value: DecimalLike): string {
-  const d = new Decimal(typeof value === 'string' ? value : value.toFixed())
+  const s = typeof value === 'string' ? value : value.toFixed()
+  // A series answers hundreds of amounts: most need no decimal.js round trip.
+  if (CANONICAL.test(s)) return s
+  const d = new Decimal(s)
   if (d.isZero()) return '0'
   return d.toFixed()
 }

@@ -171,11 +171,54 @@ query Wallet {
 }
 `,
     },
+    {
+      query: `# How old the data is (the Data-As-Of header of reads), the
+# last import, and each followed chain's state.
+query Meta {
+  meta { dataAsOf lastImportAt stale sources { name chain chainId vaultIds headBlock syncedBlock lagBlocks syncedAt lastSuccessAt } }
+}
+`,
+    },
     ...apiKeyExamples,
+    ...subscriptionExamples(ids),
   ]
 }
 
-const INTRO = `# vaultgate: example operations for every query and mutation.
+/** Subscriptions (README "Live updates"): GraphiQL keeps the stream open and shows each event. */
+function subscriptionExamples(ids: ExampleIds): ExampleOperation[] {
+  return [
+    {
+      query: `# Live: the vault after each change (an import, the chain
+# source), from any instance. Runs until you stop it; over SSE
+# elsewhere: POST /graphql with Accept: text/event-stream.
+subscription VaultUpdated {
+  vaultUpdated(id: ${JSON.stringify(ids.vaultId)}) { id tvl sharePrice status composition { asOf } }
+}
+`,
+    },
+    {
+      query: `# Live: each transaction of the wallet added or updated (a
+# redeem completed), in any vault.
+subscription WalletActivity {
+  walletActivity(address: ${JSON.stringify(ids.wallet)}) { id vaultId type status amount timestamp txHash }
+}
+`,
+    },
+    {
+      query: `# Live: the caller's key created, revoked, replaced, disabled
+# or expired, as its history entry.
+${SESSION_SHORT}
+subscription ApiKeyChanged {
+  apiKeyChanged { type keyId keyPrefix atMs }
+}
+`,
+      headers: SESSION_HEADERS,
+    },
+  ]
+}
+
+const INTRO = `# vaultgate: example operations for every query, mutation and
+# subscription.
 # Run one: the run button, then its name (or Ctrl-Enter with
 # the cursor inside it). Field descriptions: the Docs button
 # on the left. The REST reference: /docs.
@@ -194,5 +237,9 @@ export function graphiqlOptions(ids: ExampleIds = PLACEHOLDER_IDS): GraphiQLOpti
     defaultEditorToolsVisibility: 'headers',
     // Headers typed in GraphiQL may hold wallet-session tokens: keep them out of local storage.
     shouldPersistHeaders: false,
+    // GraphiQL subscribes with GET and Accept: text/event-stream (README "Live updates"): the CSRF
+    // rule for GET requests (src/graphql/protection.ts) asks for this header, which a page of
+    // another site cannot send without a preflight.
+    additionalHeaders: { 'X-GraphQL-CSRF': '1' },
   }
 }

@@ -38,6 +38,8 @@ export interface OperationClass {
   keyManagement: boolean
   /** A query (not a mutation or subscription): its answer carries Data-As-Of unless it is key management (src/http/headers.ts). */
   read: boolean
+  /** A subscription: its answer is an event stream, whatever the Accept header (README "Live updates"). */
+  subscription?: boolean
 }
 
 /** The class of an operation, memoised per document text (one parse and walk per distinct query). */
@@ -73,6 +75,7 @@ function classify(schema: GraphQLSchema, query: string, operationName: string | 
     public: operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set()),
     keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => KEY_MANAGEMENT_FIELDS.has(f)),
     read: operation.operation === 'query',
+    subscription: operation.operation === 'subscription',
   }
 }
 

@@ -64,9 +64,15 @@ export function eventStreamResponse(results: AsyncIterable<Result>, heartbeatMs:
 export function useEventStreamHeartbeat(heartbeatMs: number): Plugin {
   return {
     onResultProcess({ result, resultProcessor, setResultProcessor }) {
+      if (!isAsyncIterable(result)) return
+      // A subscription whose client accepts no event stream is answered 406: its source stream,
+      // already subscribed, is closed here (nothing else would, and its listeners would stay).
+      if (!resultProcessor) {
+        void Promise.resolve(result[Symbol.asyncIterator]().return?.()).catch(() => {})
+        return
+      }
       // An event stream for which Yoga chose a processor is a subscription answered with SSE (the
       // only transport it offers them: multipart is for @defer/@stream, which this schema lacks).
-      if (!resultProcessor || !isAsyncIterable(result)) return
       setResultProcessor((r) => eventStreamResponse(r as AsyncIterable<Result>, heartbeatMs), 'text/event-stream')
     },
   }

@@ -4,6 +4,7 @@ import type { Prisma } from '../generated/prisma/client.js'
 import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
 import { announceDataChange } from './changes.js'
 import { importShapes, reject, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
+import { sourceOf, type ChunkedSection, type ImportSource, type ImportSummary } from './prepare.js'
 
 // Writing a validated import document (docs/spec/decisions.md §7) in one transaction with set-based SQL:
 // each chunk of rows travels as ONE jsonb parameter and is unpacked by jsonb_populate_recordset
@@ -33,12 +34,6 @@ export interface ImportProgress {
 const TRANSACTION_CHUNK = 5000
 const VAULT_SNAPSHOT_CHUNK = 5000
 const COMPOSITION_CHUNK = 2000
-
-function chunks<T>(rows: T[], size: number): T[][] {
-  const out: T[][] = []
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size))
-  return out
-}
 
 /** `INSERT … SELECT FROM jsonb_populate_recordset(NULL::table, $1) ON CONFLICT (key) DO UPDATE` over the named columns. */
 function upsertSql(table: string, columns: string[], key: string[], extraUpdates = ''): string {
@@ -201,59 +196,55 @@ const DATA_STATE_UPDATE = `INSERT INTO data_state (id, data_as_of, last_import_a
     last_import_at = GREATEST(data_state.last_import_at, EXCLUDED.last_import_at)`
 
 /**
- * The newest snapshot or transaction time (submitted or completed) of a document, with `recordedAt`
- * (the snapshot vault records added, if any), never later than `importedAt`: a row dated in the
- * future is not data from the future. Null when the document holds no time at all.
+ * The data time an import leaves (data_state.data_as_of): the newest time of its document
+ * (src/importer/prepare.ts summarize) or `recordedAt` when it recorded live values as snapshots,
+ * never later than the import itself.
  */
-export function newestTimeOf(data: ImportDocument, recordedAt: string | null, importedAt: string): string | null {
-  let newest = recordedAt === null ? Number.NEGATIVE_INFINITY : Date.parse(recordedAt)
-  const see = (t: string | null | undefined) => {
-    if (t) newest = Math.max(newest, Date.parse(t))
-  }
-  for (const s of data.vault_snapshots) see(s.as_of)
-  for (const c of data.compositions) see(c.as_of)
-  for (const t of data.transactions) {
-    see(t.timestamp)
-    see(t.completed_at)
-  }
-  if (newest === Number.NEGATIVE_INFINITY) return null
-  return new Date(Math.min(newest, Date.parse(importedAt))).toISOString()
+export function newestTimeOf(documentNewest: string | null, recordedAt: string | null, importedAt: string): string | null {
+  const times = [documentNewest, recordedAt].filter((t): t is string => t !== null).map((t) => Date.parse(t))
+  if (times.length === 0) return null
+  return new Date(Math.min(Math.max(...times), Date.parse(importedAt))).toISOString()
 }
 
 /** Above this many rows, refresh planner statistics: PGlite has no autovacuum to do it. */
 const ANALYZE_THRESHOLD = 1000
 
 /** Compositions, vault snapshots and transactions may only name vaults of the document or of the database. */
-async function checkVaultReferences(tx: Tx, doc: ImportDocument): Promise<void> {
-  const known = new Set(doc.vaults.map((v) => v.id))
-  const refs: { path: (string | number)[]; id: string }[] = []
-  const sections = [
-    ['compositions', doc.compositions],
-    ['vault_snapshots', doc.vault_snapshots],
-    ['transactions', doc.transactions],
-  ] as const
-  for (const [section, rows] of sections) {
-    rows.forEach((r, i) => {
-      if (!known.has(r.vault_id)) refs.push({ path: [section, i, 'vault_id'], id: r.vault_id })
-    })
-  }
-  if (refs.length === 0) return
-  const existing = await tx.vault.findMany({ where: { id: { in: [...new Set(refs.map((r) => r.id))] } }, select: { id: true } })
-  for (const { id } of existing) known.add(id)
-  const missing = refs.filter((r) => !known.has(r.id))
-  if (missing.length > 0) reject(missing.map((r) => ({ path: r.path, message: `unknown vault "${r.id}"` })))
+async function checkVaultReferences(tx: Tx, { outsideRefs }: ImportSummary): Promise<void> {
+  if (outsideRefs.length === 0) return
+  const existing = await tx.vault.findMany({ where: { id: { in: outsideRefs.map((r) => r.id) } }, select: { id: true } })
+  const known = new Set(existing.map((v) => v.id))
+  const missing = outsideRefs.filter((r) => !known.has(r.id))
+  if (missing.length === 0) return
+  // The problems in document order (sections, then rows): the first few of each id hold the first few of all.
+  const order = CHUNKED_SECTIONS_IN_REPORT_ORDER
+  const first = missing
+    .flatMap((r) => r.first.map(([section, i]) => ({ section, i, id: r.id })))
+    .sort((a, b) => order.indexOf(a.section) - order.indexOf(b.section) || a.i - b.i)
+  reject(
+    first.map((r) => ({ path: [r.section, r.i, 'vault_id'], message: `unknown vault "${r.id}"` })),
+    missing.reduce((n, r) => n + r.count, 0),
+  )
+}
+
+const CHUNKED_SECTIONS_IN_REPORT_ORDER: readonly ChunkedSection[] = ['compositions', 'vault_snapshots', 'transactions']
+
+export interface ImportOptions {
+  onProgress?: (p: ImportProgress) => void
+  clock?: Clock
+  /**
+   * At most this many rows per statement. Embedded PGlite runs each statement on the event loop:
+   * smaller statements let requests be answered between them (src/http/routes/admin.ts).
+   */
+  maxChunkRows?: number
 }
 
 /**
  * Validates `doc`, then writes it in one transaction (writeImport). All or nothing. Returns the
  * rows written (inserted or updated) per kind.
  */
-export async function importDocument(
-  doc: unknown,
-  db: Db = prisma,
-  { onProgress = () => {}, clock = systemClock }: { onProgress?: (p: ImportProgress) => void; clock?: Clock } = {},
-): Promise<ImportCounts> {
-  return writeDocument(validateImportDocument(doc), db, { onProgress, clock })
+export async function importDocument(doc: unknown, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+  return importSource(sourceOf(validateImportDocument(doc)), db, options)
 }
 
 /**
@@ -261,14 +252,26 @@ export async function importDocument(
  * the demo seed's generated dataset, which test/demo/demo.test.ts checks is, and whose 140,000
  * snapshots would otherwise cost the first start seconds of validation.
  */
-export async function writeDocument(
-  data: ImportDocument,
+export async function writeDocument(data: ImportDocument, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+  return importSource(sourceOf(data), db, options)
+}
+
+/**
+ * Writes an import source (src/importer/prepare.ts: a validated document, in this thread or in a
+ * worker) in one transaction; all or nothing. Closes the source.
+ */
+export async function importSource(
+  source: ImportSource,
   db: Db = prisma,
-  { onProgress = () => {}, clock = systemClock }: { onProgress?: (p: ImportProgress) => void; clock?: Clock } = {},
+  { onProgress = () => {}, clock = systemClock, maxChunkRows }: ImportOptions = {},
 ): Promise<ImportCounts> {
   const importedAt = clock().toISOString()
-  // PGlite has a single connection: everything in writeImport goes through `tx`, never `db`.
-  return db.$transaction((tx) => writeImport(tx, data, { onProgress, importedAt }), { maxWait: 60_000, timeout: 600_000 })
+  try {
+    // PGlite has a single connection: everything in writeSource goes through `tx`, never `db`.
+    return await db.$transaction((tx) => writeSource(tx, source, { onProgress, importedAt, maxChunkRows }), { maxWait: 60_000, timeout: 600_000 })
+  } finally {
+    source.close()
+  }
 }
 
 /**
@@ -282,49 +285,63 @@ export async function writeDocument(
 export async function writeImport(
   tx: Tx,
   data: ImportDocument,
-  { onProgress = () => {}, importedAt }: { onProgress?: (p: ImportProgress) => void; importedAt: string },
+  options: { onProgress?: (p: ImportProgress) => void; importedAt: string },
 ): Promise<ImportCounts> {
-  await checkVaultReferences(tx, data)
+  return writeSource(tx, sourceOf(data), options)
+}
+
+/** Lets the event loop answer what waits (a health check, a read) between two statements of a long import. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+async function writeSource(
+  tx: Tx,
+  source: ImportSource,
+  { onProgress = () => {}, importedAt, maxChunkRows = Infinity }: { onProgress?: (p: ImportProgress) => void; importedAt: string; maxChunkRows?: number },
+): Promise<ImportCounts> {
+  const { summary } = source
+  const size = (rows: number) => Math.max(1, Math.min(rows, maxChunkRows))
+  await checkVaultReferences(tx, summary)
   // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
   const capture = await beginChangeCapture(tx)
   const counts: ImportCounts = { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 }
-  const vaultRows = JSON.stringify(data.vaults.map(vaultRow))
-  if (data.vaults.length > 0)
+  const vaultRows = JSON.stringify(summary.vaults.map(vaultRow))
+  if (summary.vaults.length > 0)
     counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, vaultRows) : await tx.$executeRawUnsafe(VAULT_UPSERT, vaultRows)
-  onProgress({ kind: 'vaults', done: data.vaults.length, total: data.vaults.length })
-  for (const chunk of chunks(data.vault_snapshots, VAULT_SNAPSHOT_CHUNK)) {
-    counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, JSON.stringify(chunk))
-    onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: data.vault_snapshots.length })
+  onProgress({ kind: 'vaults', done: summary.vaults.length, total: summary.vaults.length })
+  for await (const { json } of source.chunks('vault_snapshots', size(VAULT_SNAPSHOT_CHUNK))) {
+    counts.vault_snapshots += await tx.$executeRawUnsafe(VAULT_SNAPSHOT_UPSERT, json)
+    onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: summary.totals.vault_snapshots })
+    await turn()
   }
-  const recorded = data.vaults.length > 0 ? await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt) : 0
-  await syncLiveValues(tx, [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id)], capture?.vaults ?? false)
-  for (const chunk of chunks(data.compositions, COMPOSITION_CHUNK)) {
-    const json = JSON.stringify(chunk)
+  const recorded = summary.vaults.length > 0 ? await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt) : 0
+  await syncLiveValues(tx, [...summary.vaults.map((v) => v.id), ...summary.snapshotVaultIds], capture?.vaults ?? false)
+  for await (const { json, rows } of source.chunks('compositions', size(COMPOSITION_CHUNK))) {
     if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
     const inserted = await tx.$executeRawUnsafe(SNAPSHOT_INSERT, json)
     // Only snapshots that already existed can have allocations to replace.
-    if (inserted < chunk.length) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
+    if (inserted < rows) await tx.$executeRawUnsafe(ALLOCATION_DELETE, json)
     await tx.$executeRawUnsafe(ALLOCATION_INSERT, json)
-    counts.compositions += chunk.length
-    onProgress({ kind: 'compositions', done: counts.compositions, total: data.compositions.length })
+    counts.compositions += rows
+    onProgress({ kind: 'compositions', done: counts.compositions, total: summary.totals.compositions })
+    await turn()
   }
   let written = 0
-  for (const chunk of chunks(data.transactions, TRANSACTION_CHUNK)) {
-    const json = JSON.stringify(chunk)
+  for await (const { json, rows } of source.chunks('transactions', size(TRANSACTION_CHUNK))) {
     counts.transactions += capture?.transactions ? await countOf(tx, TRANSACTION_UPSERT_CAPTURING, json) : await tx.$executeRawUnsafe(TRANSACTION_UPSERT, json)
-    written += chunk.length
-    onProgress({ kind: 'transactions', done: written, total: data.transactions.length })
+    written += rows
+    onProgress({ kind: 'transactions', done: written, total: summary.totals.transactions })
+    await turn()
   }
   if (counts.compositions + counts.vault_snapshots + counts.transactions >= ANALYZE_THRESHOLD)
     await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
   if (capture) await emitCapturedChanges(tx, capture)
   // Last, so the one row is locked only until the commit that follows (concurrent imports queue here, briefly).
-  await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(data, recorded > 0 ? importedAt : null, importedAt), importedAt)
+  await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(summary.newestTime, recorded > 0 ? importedAt : null, importedAt), importedAt)
   // Every gateway process drops the answers it derived from the old data (response caches) and
   // tells its subscribers (src/live/hub.ts) which vaults and wallets the import wrote.
   await announceDataChange(tx, {
-    vaults: [...data.vaults.map((v) => v.id), ...data.vault_snapshots.map((s) => s.vault_id), ...data.compositions.map((c) => c.vault_id)],
-    transactions: data.transactions.map((t) => ({ id: t.id, address: t.address })),
+    vaults: [...summary.vaults.map((v) => v.id), ...summary.snapshotVaultIds, ...summary.compositionVaultIds],
+    transactions: summary.transactionRefs,
   })
   return counts
 }

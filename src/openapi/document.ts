@@ -5,6 +5,7 @@ import type { JsonSchema, Params } from '../rest/params.js'
 import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/route.js'
 import { components, ErrorBody } from '../rest/wire.js'
 import { isKeyPath } from '../http/headers.js'
+import examples from './examples.json' with { type: 'json' }
 
 // The OpenAPI 3.1 document, generated from the REST shim's route table (and the descriptions of
 // the few hand-written routes in ./operations.ts), never maintained beside it.
@@ -142,6 +143,29 @@ const TAGS = [
   { name: 'Internal', description: 'Service-to-service routes behind INTERNAL_TOKEN.' },
 ]
 
+/**
+ * One example answer per error code, in the words the gateway uses (test/openapi/examples.test.ts
+ * finds each sentence in src/): Swagger UI shows the example of the code an operation documents for
+ * the status, not a made-up `"string"` nor another status' code.
+ */
+export const ERROR_EXAMPLES: Readonly<Record<ErrorCode, string>> = {
+  bad_request: 'limit must be an integer from 1 to 200.',
+  not_found: 'Vault "usdc-main" was not found.',
+  rate_limited: 'Too many requests from this address; retry in 12 s.',
+  internal: 'Internal server error.',
+  unavailable: 'The database is unavailable; try again shortly.',
+  unauthorized: 'A valid wallet-session token is required (Authorization: Bearer <JWT>).',
+  not_whitelisted: 'This wallet is not on the allowlist.',
+  wallet_required: 'The session token holds no EVM wallet.',
+  wallet_not_connected: 'X-Service-Wallet names a wallet that the session token does not hold.',
+}
+
+/** The demo data's answers (src/openapi/examples.json, written by scripts/openapi-examples.ts), by `METHOD /path`. */
+const RESPONSE_EXAMPLES: Readonly<Record<string, unknown>> = examples.responses
+/** Path parameters' examples: a demo vault and a demo wallet with a position in it. */
+const PARAM_EXAMPLES: Readonly<Record<string, string>> = examples.params
+const EXAMPLE_TIME_MS = 1_793_491_200_000 // the demo data's "now", 2026-11-01T00:00:00Z
+
 const errorStatus = (e: ErrorDoc): [number, ErrorCode] => (typeof e === 'string' ? [defaultStatus[e], e] : [e.status, e.code])
 
 function parameters(where: 'path' | 'query' | 'header', params: Params | undefined) {
@@ -151,7 +175,7 @@ function parameters(where: 'path' | 'query' | 'header', params: Params | undefin
     required: where === 'path',
     description: p.description,
     schema: p.schema,
-    ...(p.example === undefined ? {} : { example: p.example }),
+    ...(where === 'path' && PARAM_EXAMPLES[name] !== undefined ? { example: PARAM_EXAMPLES[name] } : p.example === undefined ? {} : { example: p.example }),
   }))
 }
 
@@ -182,7 +206,8 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
     if (!registry.has(schema)) registry.add(schema, { id: name })
     return { $ref: `#/components/schemas/${registry.get(schema)!.id}` }
   }
-  const json = (schema: z.ZodType, name: string, types = ['application/json']) => Object.fromEntries(types.map((t) => [t, { schema: ref(schema, name) }]))
+  const json = (schema: z.ZodType, name: string, types = ['application/json'], extra: Record<string, unknown> = {}) =>
+    Object.fromEntries(types.map((t) => [t, { schema: ref(schema, name), ...extra }]))
   const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
 
   const paths: Record<string, Record<string, unknown>> = {}
@@ -206,7 +231,14 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
         description: r.description,
         ...(r.headers ? { headers: r.headers } : {}),
         ...(r.schema
-          ? { content: json(r.schema, name, r.contentTypes) }
+          ? {
+              content: json(
+                r.schema,
+                name,
+                r.contentTypes,
+                status === '200' && RESPONSE_EXAMPLES[`${op.method} ${op.path}`] !== undefined ? { example: RESPONSE_EXAMPLES[`${op.method} ${op.path}`] } : {},
+              ),
+            }
           : r.textSchema
             ? { content: Object.fromEntries((r.contentTypes ?? ['text/plain']).map((t) => [t, { schema: r.textSchema }])) }
             : {}),
@@ -218,9 +250,20 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
       byStatus.set(status, [...(byStatus.get(status) ?? []), code])
     }
     for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+      // The REST error body's examples; operations with a body of their own (GraphQL) keep theirs.
+      const errorExamples = op.errorSchema
+        ? {}
+        : {
+            examples: Object.fromEntries(
+              codes.map((code) => [
+                code,
+                { summary: code, value: { status: 'error', error: { code, message: ERROR_EXAMPLES[code] }, server_time_ms: EXAMPLE_TIME_MS } },
+              ]),
+            ),
+          }
       responses[status] = {
         description: `Error: ${codes.map((c) => `\`${c}\``).join(' or ')}.`,
-        content: json(op.errorSchema ?? ErrorBody, 'Error', op.errorContentTypes),
+        content: json(op.errorSchema ?? ErrorBody, 'Error', op.errorContentTypes, errorExamples),
       }
     }
     const params = [...parameters('path', op.params), ...parameters('query', op.query), ...parameters('header', op.headers)]

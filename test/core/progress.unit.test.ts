@@ -30,12 +30,33 @@ describe('progress line', () => {
     ])
   })
 
-  it('stays quiet when the stream is not a terminal (pipes, files, CI)', () => {
+  it('off a terminal (pipes, files, CI): nothing for short work, then a plain line every 5 s with rows/s', () => {
+    let clock = 0
     const pipe = stream(false)
-    const progress = createProgress(pipe)
-    progress.update('Writing transactions', 1, 2)
-    progress.end()
+    const progress = createProgress(pipe, { now: () => clock })
+    progress.update('Reading data.json')
+    clock = 1000
+    progress.update('Writing transactions', 5000, 200000) // the step starts at 1 s
+    clock = 4999
+    progress.update('Writing transactions', 20000, 200000)
     expect(pipe.writes).toEqual([])
+    clock = 5000
+    progress.update('Writing transactions', 40000, 200000)
+    clock = 9000
+    progress.update('Writing transactions', 80000, 200000) // too soon after the last line
+    clock = 10_000
+    progress.update('Writing transactions', 90000, 200000)
+    progress.end('Imported 200000 transaction(s).')
+    expect(pipe.writes).toEqual([
+      'Writing transactions 40000/200000 (20%), 10000 rows/s\n',
+      'Writing transactions 90000/200000 (45%), 10000 rows/s\n',
+      'Imported 200000 transaction(s).\n',
+    ])
+    const quick = stream(false)
+    const short = createProgress(quick)
+    short.update('Writing transactions', 1, 2)
+    short.end()
+    expect(quick.writes).toEqual([])
   })
 
   it('writes nothing on end when nothing was shown', () => {

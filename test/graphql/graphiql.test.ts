@@ -7,6 +7,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { packageRoot } from '../../src/core/paths.js'
 import { testBackend } from '../support/db.js'
 import { createKeysTestApp, type KeysTestApp } from '../support/keys.js'
+import { subscribe } from '../support/sse.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
 
 // The printed SDL (kept equal to the code's schema by `npm run schema:check`), built with this file's
@@ -17,7 +18,8 @@ const ids = { vaultId: fullVault.id, wallet: WALLET, walletVaultId: fullVault.id
 
 /** `Type.field` for every field an operation selects, at any depth (fragments aside: the examples use none). */
 function selectedFields(schema: GraphQLSchema, op: OperationDefinitionNode): string[] {
-  const root = op.operation === 'mutation' ? schema.getMutationType()! : schema.getQueryType()!
+  const root =
+    op.operation === 'mutation' ? schema.getMutationType()! : op.operation === 'subscription' ? schema.getSubscriptionType()! : schema.getQueryType()!
   const out: string[] = []
   const walk = (set: SelectionSetNode | undefined, type: ReturnType<typeof getNamedType>) => {
     if (!set || !isObjectType(type)) return
@@ -43,7 +45,7 @@ describe(`GraphiQL examples (${testBackend})`, () => {
 
   it('cover every query and mutation, and every field of User', () => {
     const used = new Set(exampleOperations(ids).flatMap((e) => parse(e.query).definitions.flatMap((d) => selectedFields(schema, d as OperationDefinitionNode))))
-    const roots = [schema.getQueryType(), schema.getMutationType()].flatMap((type) =>
+    const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].flatMap((type) =>
       type ? Object.keys(type.getFields()).map((f) => `${type.name}.${f}`) : [],
     )
     const user = schema.getType('User')
@@ -59,7 +61,15 @@ describe(`GraphiQL examples (${testBackend})`, () => {
       expect(validate(schema, document).map((e) => e.message)).toEqual([])
       // The documented headers name a wallet-session token; the test signs a real one.
       if (example.headers) expect(example.headers).toEqual({ Authorization: 'Bearer <WALLET_SESSION_JWT>' })
-      const res = await t.graphql(example.query, undefined, example.headers ? await t.session([WALLET]) : {})
+      const headers = example.headers ? await t.session([WALLET]) : {}
+      if ((document.definitions[0] as OperationDefinitionNode).operation === 'subscription') {
+        // Subscribed over SSE: the stream opens (its errors would be its first event).
+        const s = await subscribe((url, init) => t.app.fetch(new Request(url, init)), 'http://vaultgate.test/graphql', example.query, {}, headers)
+        expect(s.status, name).toBe(200)
+        s.close()
+        continue
+      }
+      const res = await t.graphql(example.query, undefined, headers)
       expect(res.body.errors, name).toBeUndefined()
       expect(res.status).toBe(200)
       answers[name] = res.body.data
@@ -73,7 +83,7 @@ describe(`GraphiQL examples (${testBackend})`, () => {
       expect(example.query).toContain('"Authorization": "Bearer <WALLET_SESSION_JWT>"')
       expect(example.query).toContain('"X-Service-Wallet": "0x…"')
     }
-    expect(exampleOperations(ids).filter((e) => e.headers).length).toBe(5)
+    expect(exampleOperations(ids).filter((e) => e.headers).length).toBe(6)
   })
 
   it('give the wallet example real answers with the demo ids', async () => {

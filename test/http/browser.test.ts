@@ -82,6 +82,8 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
   let context: BrowserContext
   let profile: string
   const foreignRequests: string[] = []
+  /** The gateways under test (a second one for the stale header): requests to them are not foreign. */
+  const gateways: string[] = []
   const pageErrors: string[] = []
 
   beforeAll(async () => {
@@ -103,12 +105,13 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     server = createAdaptorServer({ fetch: app.fetch }) as Server
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    gateways.push(base)
     mkdirSync(outDir, { recursive: true })
     profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1440, height: 1000 } })
     context.on('request', (r) => {
       const url = r.url()
-      if (!url.startsWith(base) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
+      if (!gateways.some((g) => url.startsWith(`${g}/`)) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
     })
   })
   afterAll(async () => {
@@ -183,7 +186,7 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.close()
   })
 
-  it('charts share price, TVL and APY over a timeframe, with the APY windows and spikes', async () => {
+  it('charts share price, TVL and APY over a timeframe, with the APY windows, spikes and freshness', async () => {
     const page = await context.newPage()
     page.on('pageerror', (e) => pageErrors.push(e.message))
     page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()))
@@ -235,6 +238,11 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     ])
     expect(await page.locator('#spike-note').isVisible()).toBe(true)
     for (const id of ['share-price-chart', 'tvl-chart', 'apy-chart']) expect(await paintedPixels(page, id), id).toBeGreaterThan(5000)
+
+    // The header says how old the data is (GET /v1/status); this gateway's data is fresh.
+    const status = await rest<{ data_as_of: string; stale: boolean }>('/status')
+    expect(status.stale).toBe(false)
+    expect(await page.locator('#freshness').textContent()).toBe(`data as of ${status.data_as_of.slice(0, 16).replace('T', ' ')} UTC`)
 
     await page.screenshot({ path: path.join(outDir, 'explorer-performance.png'), fullPage: true })
 
@@ -316,6 +324,31 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.close()
   })
 
+  it('marks the header stale when the newest data is older than STALE_AFTER_MS', async () => {
+    // The same database seen two hours after EXPLORER_NOW: the newest snapshot is 2.5 h old (> 1 h).
+    const later = new Date(EXPLORER_NOW.getTime() + 2 * 3_600_000)
+    const lateApp = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db, clock: () => later })
+    const lateServer = createAdaptorServer({ fetch: lateApp.fetch }) as Server
+    await new Promise<void>((resolve) => lateServer.listen(0, '127.0.0.1', resolve))
+    const lateBase = `http://127.0.0.1:${(lateServer.address() as AddressInfo).port}`
+    gateways.push(lateBase)
+    try {
+      const status = (await (await fetch(`${lateBase}/v1/status`)).json()) as { data_as_of: string; stale: boolean }
+      expect(status.stale).toBe(true)
+      const page = await context.newPage()
+      page.on('pageerror', (e) => pageErrors.push(e.message))
+      await page.goto(`${lateBase}/?vault=${fullVault.id}`)
+      await page.waitForSelector('body[data-ready="true"]')
+      expect(await page.locator('#freshness').textContent()).toBe(`data as of ${status.data_as_of.slice(0, 16).replace('T', ' ')} UTCstale`)
+      expect(await page.locator('#freshness .badge.stale').isVisible()).toBe(true)
+      await page.locator('#freshness').screenshot({ path: path.join(outDir, 'explorer-stale.png') })
+      await page.close()
+    } finally {
+      await new Promise((resolve) => lateServer.close(resolve))
+      lateApp.close()
+    }
+  })
+
   it('fits a 390 px phone and follows the system dark mode, charts included', async () => {
     const page = await context.newPage()
     page.on('pageerror', (e) => pageErrors.push(e.message))
@@ -349,6 +382,10 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.setViewportSize({ width: 390, height: 844 })
     const pageWidth = () => page.evaluate(() => document.scrollingElement!.scrollWidth)
     await expect.poll(pageWidth).toBeLessThanOrEqual(390)
+    // The doughnut's legend moves under it (no room beside it).
+    await expect
+      .poll(() => page.evaluate(() => (window as any).Chart.getChart(document.getElementById('composition-chart')).legend.options.position))
+      .toBe('bottom')
     for (const id of ['share-price-chart', 'tvl-chart', 'apy-chart', 'composition-chart', 'series-chart'])
       expect(await page.evaluate((i) => document.getElementById(i)!.getBoundingClientRect().right, id), id).toBeLessThanOrEqual(390)
     await page.screenshot({ path: path.join(outDir, 'explorer-phone-dark.png'), fullPage: true })

@@ -7,7 +7,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
-import { listen } from '../support/live.js'
+import { listen, liveVault } from '../support/live.js'
 
 // The explorer page follows the vault it shows and the wallet looked up over subscriptions
 // (public/explorer/live.js): an import made while the page is open shows on it without a reload.
@@ -45,6 +45,8 @@ describe.skipIf(!hasChromium)(`explorer live updates in Chromium (${testBackend}
   beforeAll(async () => {
     t = await createTestApp({}, { clock: () => EXPLORER_NOW })
     await importDocument(explorerDocument, t.db.prisma)
+    // The vault GraphiQL's examples name when no demo data is loaded (src/graphql/examples.ts).
+    await importDocument({ vaults: [liveVault('usdc-prime')] }, t.db.prisma)
     ;({ base, stop } = await listen(t.app))
     profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1280, height: 900 } })
@@ -105,6 +107,27 @@ describe.skipIf(!hasChromium)(`explorer live updates in Chromium (${testBackend}
       'tx-1',
     ])
     expect(await chartLabels(page, 'composition-chart')).toEqual(['Euler'])
+    expect(errors).toEqual([])
+    await page.close()
+  })
+
+  it('runs the VaultUpdated example in GraphiQL and shows the event an import sends', async () => {
+    const page = await context.newPage()
+    const errors: string[] = []
+    page.on('pageerror', (e) => errors.push(e.message))
+    await page.goto(`${base}/graphql`)
+    const run = page.locator('.graphiql-execute-button')
+    await run.waitFor()
+    // GraphiQL subscribes with GET /graphql?query=…&operationName=VaultUpdated, Accept: text/event-stream.
+    const subscribed = page.waitForResponse((r) => r.url().startsWith(`${base}/graphql?`) && r.url().includes('operationName=VaultUpdated'))
+    await run.click()
+    await page.getByRole('menuitem', { name: 'VaultUpdated', exact: true }).click()
+    const response = await subscribed
+    expect(response.headers()['content-type']).toBe('text/event-stream')
+    await expect.poll(() => t.app.subscriptions.listeners, { timeout: 10_000 }).toBe(1)
+    await importDocument({ vaults: [liveVault('usdc-prime', { tvl: '4242.42' })] }, t.db.prisma)
+    const shown = async () => ((await page.locator('.graphiql-response').textContent()) ?? '').replace(/\s+/g, ' ')
+    await expect.poll(shown, { timeout: 10_000 }).toContain('"tvl": "4242.42"')
     expect(errors).toEqual([])
     await page.close()
   })

@@ -206,6 +206,44 @@ describe(`subscriptions over SSE (${testBackend})`, () => {
     expect(await settled(0)).toEqual({ listeners: 0, open: 0 })
   })
 
+  it("answers a subscription sent with curl's default Accept (*/*) as a stream, counted against the same limits", async () => {
+    const anyAccept = (query: string, variables: Record<string, unknown>) =>
+      subscribe((url, init) => fetch(url, { ...init, headers: { 'content-type': 'application/json', accept: '*/*' } }), `${base}/graphql`, query, variables)
+    const held = [
+      await anyAccept(VAULT_UPDATED, { id: 'live-a' }),
+      await anyAccept(VAULT_UPDATED, { id: 'live-a' }),
+      await anyAccept(WALLET_ACTIVITY, { address: ALICE }),
+    ]
+    open.push(...held)
+    expect(held.map((s) => [s.status, s.headers.get('content-type')])).toEqual(Array(3).fill([200, 'text/event-stream']))
+    expect(await settled(3)).toEqual({ listeners: 3, open: 3 })
+    await adminImport({ vaults: [liveVault('live-a', { tvl: '31' })] })
+    expect((await held[0]!.next(1000)).data.data.vaultUpdated.tvl).toBe('31')
+    const refused = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: VAULT_UPDATED, variables: { id: 'live-a' } }),
+    })
+    expect([refused.status, await refused.json()]).toEqual([
+      429,
+      { errors: [{ message: 'At most 3 subscriptions may be open at once from one client IP; close one first.', extensions: { code: 'rate_limited' } }] },
+    ])
+    expect(await settled(3)).toEqual({ listeners: 3, open: 3 })
+  })
+
+  it('refuses a subscription whose Accept excludes event streams with 406, leaving nothing registered', async () => {
+    const res = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
+      body: JSON.stringify({ query: VAULT_UPDATED, variables: { id: 'live-a' } }),
+    })
+    expect([res.status, await res.json()]).toEqual([
+      406,
+      { errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }] },
+    ])
+    expect(await settled(0)).toEqual({ listeners: 0, open: 0 })
+  })
+
   it('ends every stream with `complete` on shutdown and refuses new ones', async () => {
     const a = await sub(VAULT_UPDATED, { id: 'live-a' })
     const b = await sub(WALLET_ACTIVITY, { address: BOB })

@@ -26,10 +26,26 @@ export interface Finish {
   deadline?: Deadline
 }
 
+// The policy headers of the hot routes (all under /graphql or /v1/, so CORS paths) depend only on
+// the origin, the content type and key management: computed once per combination, per configuration.
+const policies = new WeakMap<Config['cors'], Map<string, Record<string, string>>>()
+function policyOf(cors: Config['cors'], path: string, origin: string | null, contentType: string | null, keyManagement: boolean): Record<string, string> {
+  let byKey = policies.get(cors)
+  if (!byKey) policies.set(cors, (byKey = new Map()))
+  const key = `${keyManagement ? 1 : 0}\u0000${origin ?? ''}\u0000${contentType ?? ''}`
+  let policy = byKey.get(key)
+  if (!policy) {
+    policy = policyHeaders(cors, path, origin, contentType, keyManagement)
+    // Origins are the client's to choose: a bounded number of combinations is kept.
+    if (byKey.size < 256) byKey.set(key, policy)
+  }
+  return policy
+}
+
 /** `own`: the route's own headers, lowercase names. Policy headers are merged as responseHeaders() merges them. */
 export function finish(f: Finish, status: number, own: Record<string, string>, body: string | null): Answer {
   const headers = own
-  const policy = policyHeaders(f.config.cors, f.path, f.exchange.header('origin') ?? null, own['content-type'] ?? null, f.keyManagement)
+  const policy = policyOf(f.config.cors, f.path, f.exchange.header('origin') ?? null, own['content-type'] ?? null, f.keyManagement)
   for (const name in policy) {
     const value = policy[name]!
     if (name === 'vary') headers.vary = headers.vary === undefined ? value : `${headers.vary}, ${value}`

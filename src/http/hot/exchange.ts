@@ -136,6 +136,10 @@ export function nodeExchange(req: IncomingMessage, res: ServerResponse): Exchang
           resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
         })
         req.once('error', reject)
+        // A client that goes away mid-body: no 'end', and not always an 'error'.
+        req.once('close', () => {
+          if (!req.complete) reject(new Error('The client closed the request before its body was read.'))
+        })
       }),
     clientIp: (hops) => clientIpOf(header('x-forwarded-for'), { incoming: req }, hops),
     client,

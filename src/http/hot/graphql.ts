@@ -135,6 +135,9 @@ export function hotGraphql({
       const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
       // A public query while the response cache is on: the early answers and the cache's single flight serve it.
       if (kind.public && cache.enabled) return { body: text }
+      // A subscription is answered as an event stream (counted, limited and ended on shutdown by
+      // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
+      if (kind.subscription) return { body: text }
       const keyManagement = kind.keyManagement
       const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
       verdict.catch(() => {})

@@ -38,7 +38,21 @@ async function writeResponse(res: ServerResponse, response: Response): Promise<v
     return
   }
   res.writeHead(response.status, headers)
-  for await (const chunk of response.body) res.write(chunk)
+  // A client that goes away cancels the body: an event stream (a subscription sent with Accept
+  // */*, src/http/middleware/event-streams.ts) then ends and unregisters instead of writing its
+  // heartbeat to a closed socket for ever.
+  const reader = response.body.getReader()
+  const cancel = () => void reader.cancel().catch(() => {})
+  res.once('close', cancel)
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      res.write(value)
+    }
+  } finally {
+    res.off('close', cancel)
+  }
   res.end()
 }
 
@@ -67,8 +81,9 @@ export function nodeListener(hot: HotHandler, fetch: Fetch): RequestListener {
     work
       .then((out) => (isAnswer(out) ? writeAnswer(res, out) : handBack(req, res, exchange.url, out)))
       .catch((err: unknown) => {
-        // The hot handlers answer their own errors; this is a failure to write (a closed socket).
-        logger.warn({ err }, 'hot path answer failed')
+        // The hot handlers answer their own errors; this is a client gone before its body was read
+        // (nobody to answer), or a failure to write.
+        if (req.complete && !res.destroyed) logger.warn({ err }, 'hot path answer failed')
         res.destroy()
       })
   }

@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono'
 import { AppError } from '../../core/errors.js'
 import { subscriptionsOpen, subscriptionsRefused } from '../../core/metrics.js'
 import type { AppEnv } from '../env.js'
+import { graphqlErrorResponse } from '../errors.js'
 import { clientIp } from './rate-limit.js'
 
 // The open event streams of /graphql (subscriptions over SSE, src/graphql/sse.ts): admitted within
@@ -36,44 +37,67 @@ export function eventStreams({ max, perIp, trustProxyHops }: { max: number; perI
     return error
   }
 
-  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
-    if ((c.req.method !== 'GET' && c.req.method !== 'POST') || !wantsEventStream(c.req.header('accept'))) return next()
-    if (closed) throw refuse('draining', new AppError('unavailable', 'The gateway is shutting down; subscribe again (another instance will answer).'))
+  /** Takes a place for a stream from `ip`, or says why not. */
+  const admit = (ip: string): { release: () => void } | AppError => {
+    if (closed) return refuse('draining', new AppError('unavailable', 'The gateway is shutting down; subscribe again (another instance will answer).'))
     if (open >= max)
-      throw refuse(
+      return refuse(
         'instance',
         new AppError('unavailable', `This instance has its maximum of ${max} subscriptions open; try again shortly.`, { headers: { 'Retry-After': '5' } }),
       )
-    const ip = clientIp(c, trustProxyHops)
     const mine = byIp.get(ip) ?? 0
     if (mine >= perIp)
-      throw refuse('ip', new AppError('rate_limited', `At most ${perIp} subscriptions may be open at once from one client IP; close one first.`))
-
-    // The place is taken before the operation runs: concurrent requests cannot overshoot.
+      return refuse('ip', new AppError('rate_limited', `At most ${perIp} subscriptions may be open at once from one client IP; close one first.`))
     open++
     byIp.set(ip, mine + 1)
     subscriptionsOpen.set(open)
     let held = true
-    const release = () => {
-      if (!held) return
-      held = false
-      open--
-      const n = (byIp.get(ip) ?? 1) - 1
-      if (n > 0) byIp.set(ip, n)
-      else byIp.delete(ip)
-      subscriptionsOpen.set(open)
+    return {
+      release: () => {
+        if (!held) return
+        held = false
+        open--
+        const n = (byIp.get(ip) ?? 1) - 1
+        if (n > 0) byIp.set(ip, n)
+        else byIp.delete(ip)
+        subscriptionsOpen.set(open)
+      },
+    }
+  }
+
+  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'POST') return next()
+    const ip = clientIp(c, trustProxyHops)
+    // Asked for by Accept: the place is taken before the operation runs, so concurrent requests
+    // cannot overshoot. A subscription sent with Accept */* (curl's default) is answered with a
+    // stream too: its place is taken once the answer says so.
+    let place: { release: () => void } | undefined
+    if (wantsEventStream(c.req.header('accept'))) {
+      const admitted = admit(ip)
+      if (admitted instanceof AppError) throw admitted
+      place = admitted
     }
     try {
       await next()
     } catch (e) {
-      release()
+      place?.release()
       throw e
     }
     const res = c.res
     if (!res.body || !(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-      release()
+      place?.release()
       return
     }
+    if (!place) {
+      const admitted = admit(ip)
+      if (admitted instanceof AppError) {
+        await res.body.cancel().catch(() => {})
+        c.res = graphqlErrorResponse(c, admitted)
+        return
+      }
+      place = admitted
+    }
+    const release = place.release
     const reader = res.body.getReader()
     let finished = false
     let controller!: ReadableStreamDefaultController<Uint8Array>

@@ -74,8 +74,19 @@ export const NOT_ACCEPTABLE = {
 export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next()
   if (c.res.status === 406 && !c.res.headers.get('content-type')) {
-    c.res = new Response(NOT_ACCEPTABLE.body, { status: 406, headers: NOT_ACCEPTABLE.headers })
+    // Yoga's `accept` lists what it could have answered: for a subscription, an event stream only.
+    const could = c.res.headers.get('accept') ?? ''
+    const answer = could.includes('text/event-stream') && !could.includes('json') ? SUBSCRIPTION_NOT_ACCEPTABLE : NOT_ACCEPTABLE
+    c.res = new Response(answer.body, { status: 406, headers: answer.headers })
   }
+}
+
+/** A subscription asked for with an Accept header that excludes event streams (README "Live updates"). */
+const SUBSCRIPTION_NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }],
+  }),
+  headers: NOT_ACCEPTABLE.headers,
 }
 
 /**

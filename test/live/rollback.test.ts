@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { importDocument } from '../../src/importer/write.js'
+import { rollBack } from '../../src/sources/store.js'
+import { createTestApp, type TestApp } from '../support/app.js'
+import { testBackend } from '../support/db.js'
+import { listen, liveTransaction, liveVault } from '../support/live.js'
+import { subscribe } from '../support/sse.js'
+
+// A chain reorg taken back (src/sources/store.ts rollBack) is a change like an import: the vault's
+// subscribers get its restored values, the wallet's subscribers the redeem pending again.
+
+const DAVE = '0xd0000000000000000000000000000000000000d4'
+
+describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
+  let t: TestApp
+  let base: string
+  let stop: () => Promise<void>
+  beforeAll(async () => {
+    t = await createTestApp()
+    ;({ base, stop } = await listen(t.app))
+  })
+  afterAll(async () => {
+    await stop()
+    await t.close()
+  })
+
+  it("sends the vault's restored values and the redeem pending again", async () => {
+    // What the follower would have written: a pending redeem, then a range (blocks 11-20) that
+    // completed it, recorded a snapshot and added a deposit.
+    await importDocument(
+      {
+        vaults: [liveVault('chain-a', { tvl: '100' })],
+        transactions: [liveTransaction('redeem-1', 'chain-a', DAVE, { type: 'redeem', status: 'pending', completed_at: null })],
+      },
+      t.db.prisma,
+    )
+    await importDocument(
+      {
+        vaults: [],
+        vault_snapshots: [{ vault_id: 'chain-a', as_of: '2030-01-01T00:00:00.000Z', share_price: '1.5', tvl: '900', base_asset_price_usd: '1' }],
+        transactions: [liveTransaction('redeem-1', 'chain-a', DAVE, { type: 'redeem' }), liveTransaction('deposit-2', 'chain-a', DAVE)],
+      },
+      t.db.prisma,
+    )
+    await t.db.prisma.$executeRawUnsafe(
+      `INSERT INTO source_cursors (vault_id, chain_id, address, block_number, block_hash, block_timestamp, progress, updated_at)
+       VALUES ('chain-a', 1, '0x2222222222222222222222222222222222222222', 20, '0xb20', 1000, '{}', now())`,
+    )
+    await t.db.prisma.$executeRawUnsafe(
+      `INSERT INTO source_journal (vault_id, from_block, to_block, to_hash, previous_block_number, previous_block_hash, previous_block_timestamp,
+         previous_progress, inserted_transactions, completed_transactions, snapshot_times, created_at)
+       VALUES ('chain-a', 11, 20, '0xb20', 10, '0xb10', 900, '{}', ARRAY['deposit-2'], ARRAY['redeem-1'], ARRAY['2030-01-01T00:00:00.000Z'::timestamptz], now())`,
+    )
+    const vault = await subscribe(fetch, `${base}/graphql`, 'subscription { vaultUpdated(id: "chain-a") { id tvl sharePrice } }')
+    const wallet = await subscribe(fetch, `${base}/graphql`, `subscription { walletActivity(address: "${DAVE}") { id status } }`)
+    try {
+      const undone = await rollBack(t.db.prisma, { vaultIds: ['chain-a'], keep: 10n, now: new Date() })
+      expect(undone).toMatchObject({ transactionsDeleted: 1, redeemsReopened: 1, snapshotsDeleted: 1 })
+      expect((await vault.next(1000)).data.data.vaultUpdated).toEqual({ id: 'chain-a', tvl: '100', sharePrice: '1' })
+      expect(await wallet.next(1000)).toEqual({ event: 'next', data: { data: { walletActivity: { id: 'redeem-1', status: 'pending' } } } })
+      // The deleted deposit has nothing left to show.
+      expect(wallet.buffered).toEqual([])
+    } finally {
+      vault.close()
+      wallet.close()
+    }
+  })
+})
