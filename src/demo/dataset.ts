@@ -489,8 +489,18 @@ function hashId(id: string): number {
   return h >>> 0
 }
 
-/** The spike the demo shows: one hourly point of this vault, this long before `now`, 60 % above its neighbours (decisions §9's flag). */
-export const DEMO_SPIKE = { vaultId: 'base-usdc-flex', agoHours: 40 * 24, factorPct: 160 }
+/**
+ * The spike the demo shows (decisions §9's flag): one hourly point of this vault 60 % above its
+ * neighbours, at 23:00 UTC ten days before `now`: the last snapshot of its day and of its 6-hour
+ * block, so the 30d and 1y series (points = each bucket's last snapshot) show it flagged.
+ */
+export const DEMO_SPIKE = { vaultId: 'base-usdc-flex', daysAgo: 10, factorPct: 160 }
+
+/** When the demo's spike is, for a dataset made at `now`. */
+export function demoSpikeTime(now: Date | number): Date {
+  const t = typeof now === 'number' ? now : now.getTime()
+  return new Date(Math.floor((t - DEMO_SPIKE.daysAgo * DAY) / DAY) * DAY + 23 * HOUR)
+}
 
 /**
  * Hourly snapshots over the path: TVL grows toward the live value (a closed vault's drains to 0
@@ -514,7 +524,7 @@ function vaultSnapshots(seed: number, plan: VaultPlan, path: PricePath, liveTvl:
   }
   const wEnd = walk[n - 1]!
   const wave = rng() * 2 * Math.PI
-  const spikeAt = plan.id === DEMO_SPIKE.vaultId ? Math.round((now - DEMO_SPIKE.agoHours * HOUR - path.from) / HOUR) : -1
+  const spikeAt = plan.id === DEMO_SPIKE.vaultId ? Math.round((demoSpikeTime(now).getTime() - path.from) / HOUR) : -1
   const out: ImportVaultSnapshot[] = new Array(n)
   for (let h = 0; h < n; h++) {
     const x = h / (n - 1)
