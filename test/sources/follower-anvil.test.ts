@@ -341,12 +341,16 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     })
     expect((await request(`/v1/users/${alice}/vaults/usd-4626/transactions`)).body.items).toEqual([wire(aliceWithdraw!), wire(aliceDeposit!)])
 
+    // Wallet answers are as of the newest data recorded (decisions §10: the chain's block times),
+    // not the gateway's clock (a day after genesis here).
+    const dataAsOf = (await request('/v1/status')).body.data_as_of as string
+    expect(dataAsOf < iso(86_400 / BLOCK_TIME)).toBe(true)
     // Dave's redeem is pending; Carol's completed in 7 blocks (84 s), the vault's average delay.
     expect(await request(`/v1/users/${dave}/redeems`)).toEqual({
       status: 200,
       body: {
         address: dave,
-        as_of: iso(86_400 / BLOCK_TIME),
+        as_of: dataAsOf,
         pending_redeems: [{ vault_id: 'usd-7540', amount: '399.999999', submitted_at: iso(20), transaction_type: 'redeem', tx_hash: daveRedeem!.tx_hash }],
         total_pending: '399.999999',
         average_redeem_delay: 84,
@@ -360,7 +364,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       status: 200,
       body: {
         vault_id: 'usd-4626',
-        as_of: iso(86_400 / BLOCK_TIME),
+        as_of: dataAsOf,
         share_balance: '198.214308261365813804',
         share_price: '1.011531',
         position_value_usd: '200.499917449927623003',
