@@ -185,6 +185,10 @@ function renderComposition(v) {
     options: {
       maintainAspectRatio: false,
       animation: false,
+      // Beside the doughnut on a wide screen, under it on a phone (also when the window is resized).
+      onResize: (chart) => {
+        chart.options.plugins.legend.position = isPhone() ? 'bottom' : 'right'
+      },
       plugins: {
         legend: { position: isPhone() ? 'bottom' : 'right' },
         tooltip: { callbacks: { label: (c) => ` ${c.label}: ${pct(c.parsed)}` } },

@@ -1,6 +1,14 @@
 import { Decimal, formatAmount } from '../core/decimal.js'
 import type { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
-import type { ImportComposition, ImportDocument, ImportPosition, ImportTransaction, ImportVault, ImportVaultSnapshot } from '../importer/document.js'
+import {
+  type ImportComposition,
+  type ImportDocument,
+  type ImportPosition,
+  type ImportTransaction,
+  type ImportVault,
+  type ImportVaultSnapshot,
+  vaultRecord,
+} from '../importer/document.js'
 
 // A deterministic, realistic-looking demo dataset: the same seed and `now` always give the same
 // document. For money, floats only ever pick integers (unit counts); every amount string comes
@@ -481,8 +489,18 @@ function hashId(id: string): number {
   return h >>> 0
 }
 
-/** The spike the demo shows: one hourly point of this vault, this long before `now`, 60 % above its neighbours (decisions §9's flag). */
-export const DEMO_SPIKE = { vaultId: 'base-usdc-flex', agoHours: 40 * 24, factorPct: 160 }
+/**
+ * The spike the demo shows (decisions §9's flag): one hourly point of this vault 60 % above its
+ * neighbours, at 23:00 UTC ten days before `now`: the last snapshot of its day and of its 6-hour
+ * block, so the 30d and 1y series (points = each bucket's last snapshot) show it flagged.
+ */
+export const DEMO_SPIKE = { vaultId: 'base-usdc-flex', daysAgo: 10, factorPct: 160 }
+
+/** When the demo's spike is, for a dataset made at `now`. */
+export function demoSpikeTime(now: Date | number): Date {
+  const t = typeof now === 'number' ? now : now.getTime()
+  return new Date(Math.floor((t - DEMO_SPIKE.daysAgo * DAY) / DAY) * DAY + 23 * HOUR)
+}
 
 /**
  * Hourly snapshots over the path: TVL grows toward the live value (a closed vault's drains to 0
@@ -506,7 +524,7 @@ function vaultSnapshots(seed: number, plan: VaultPlan, path: PricePath, liveTvl:
   }
   const wEnd = walk[n - 1]!
   const wave = rng() * 2 * Math.PI
-  const spikeAt = plan.id === DEMO_SPIKE.vaultId ? Math.round((now - DEMO_SPIKE.agoHours * HOUR - path.from) / HOUR) : -1
+  const spikeAt = plan.id === DEMO_SPIKE.vaultId ? Math.round((demoSpikeTime(now).getTime() - path.from) / HOUR) : -1
   const out: ImportVaultSnapshot[] = new Array(n)
   for (let h = 0; h < n; h++) {
     const x = h / (n - 1)
@@ -694,7 +712,9 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
     .sort((a, b) => (a.d.timestamp < b.d.timestamp ? -1 : a.d.timestamp > b.d.timestamp ? 1 : a.i - b.i))
     .map(({ d }, i): ImportTransaction => ({ id: `tx_${String(i + 1).padStart(6, '0')}`, ...d }))
 
-  const vaults = PLANS.map((p): ImportVault => {
+  // Built as wire input and made canonical by the import schema: an optional field added to it
+  // (README "Evolving the schema") needs nothing here, and a misspelt key does not compile.
+  const vaults = PLANS.map((p) => {
     const price = paths.get(p.id)!.at(ends.get(p.id)!)
     // The demo wallets are a slice of each vault's depositors.
     const tvl =
@@ -705,7 +725,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
             .times(price)
             .times(int(rng, 4, 12))
             .toDecimalPlaces(p.decimals, Decimal.ROUND_DOWN)
-    return {
+    return vaultRecord({
       id: p.id,
       name: p.name,
       chain: p.chain,
@@ -730,7 +750,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
       // The history starts here; the demo wallets joined later (at the vault's ageDays).
       inception_date: iso(historyFrom).slice(0, 10),
       strategy_brief: p.extra.strategy_brief,
-    }
+    })
   })
 
   return {

@@ -171,6 +171,14 @@ query Wallet {
 }
 `,
     },
+    {
+      query: `# How old the data is (the Data-As-Of header of reads), the
+# last import, and each followed chain's state.
+query Meta {
+  meta { dataAsOf lastImportAt stale sources { name chain chainId vaultIds headBlock syncedBlock lagBlocks syncedAt lastSuccessAt } }
+}
+`,
+    },
     ...apiKeyExamples,
     ...subscriptionExamples(ids),
   ]

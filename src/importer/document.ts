@@ -208,6 +208,8 @@ const documentSchema = z.strictObject({
 export type ImportDocument = z.output<typeof documentSchema>
 /** A vault in the spec's wire shape plus `base_asset_price_usd`; absent optional fields become null. */
 export type ImportVault = z.output<typeof vaultSchema>
+/** A vault record as sent: every field optional and unchecked until vaultRecord or the document's validation. */
+export type ImportVaultInput = z.input<typeof vaultSchema>
 export type ImportComposition = z.output<typeof compositionSchema>
 export type ImportPosition = z.output<typeof positionSchema>
 export type ImportVaultSnapshot = z.output<typeof vaultSnapshotSchema>
@@ -335,6 +337,13 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
 }
 
 const SECTIONS = ['vaults', 'compositions', 'vault_snapshots', 'transactions'] as const
+
+/** One vault record validated and made canonical (absent optional fields null), as in a document. */
+export function vaultRecord(input: ImportVaultInput): ImportVault {
+  const parsed = vaultSchema.safeParse(input, { reportInput: true })
+  if (!parsed.success) reject(zodIssues(parsed.error))
+  return parsed.data
+}
 
 /**
  * Validates a whole import document (docs/spec/decisions.md §7) and returns it in canonical form.

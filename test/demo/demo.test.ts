@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.js'
 import { Decimal } from '../../src/core/decimal.js'
-import { DEMO_HISTORY_DAYS, DEMO_NOW, DEMO_SPIKE, demoHints, demoWallets, generateDemoDataset } from '../../src/demo/dataset.js'
+import { DEMO_HISTORY_DAYS, DEMO_NOW, DEMO_SPIKE, demoHints, demoSpikeTime, demoWallets, generateDemoDataset } from '../../src/demo/dataset.js'
 import { seedDemoIfEmpty } from '../../src/demo/seed.js'
 import { type ImportDocument, validateImportDocument } from '../../src/importer/document.js'
 import { testBackend, testDatabase } from '../support/db.js'
@@ -132,7 +132,9 @@ describe('demo dataset', () => {
       const move = new Decimal(b.share_price).div(a.share_price).minus(1).abs()
       if (move.gt(0.5)) spikes.push(`${b.vault_id} ${b.as_of}`)
     }
-    expect(spikes).toEqual([`${DEMO_SPIKE.vaultId} ${new Date(now.getTime() - DEMO_SPIKE.agoHours * 3_600_000).toISOString()}`])
+    // 23:00 UTC, ten days back: the last snapshot of its day, so the 30d and 1y series show it.
+    expect(spikes).toEqual([`${DEMO_SPIKE.vaultId} 2026-11-11T23:00:00.000Z`])
+    expect(demoSpikeTime(now).toISOString()).toBe('2026-11-11T23:00:00.000Z')
   })
 
   it('suggests wallets that really have pending redeems and open positions', () => {

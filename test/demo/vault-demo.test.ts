@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateDemoDataset } from '../../src/demo/dataset.js'
+import { DEMO_SPIKE, demoSpikeTime, generateDemoDataset } from '../../src/demo/dataset.js'
 import { seedDemoIfEmpty } from '../../src/demo/seed.js'
 import type { ImportComposition, ImportDocument, ImportPosition, ImportVault } from '../../src/importer/document.js'
 import { createTestApp, type TestApp } from '../support/app.js'
@@ -109,5 +109,29 @@ describe(`vault reads on the demo data (${testBackend})`, () => {
       ['1y', 365],
     ] as const)
       expect((await get(`/v1/vaults/usdc-prime/composition/series?timeframe=${timeframe}`)).points, timeframe).toHaveLength(n)
+  })
+
+  it('shows the performance history at once: the spike flagged in the 30d and 1y series, a vault losing money, fresh data', async () => {
+    // 23:00 UTC: the last snapshot of its 6-hour and of its day bucket (a point's t is its bucket's start).
+    expect(demoSpikeTime(seededAt).toISOString()).toBe('2026-11-11T23:00:00.000Z')
+    for (const [timeframe, bucket] of [
+      ['30d', '2026-11-11T18:00:00.000Z'],
+      ['1y', '2026-11-11T00:00:00.000Z'],
+    ]) {
+      const { points } = await get(`/v1/vaults/${DEMO_SPIKE.vaultId}/performance/series?timeframe=${timeframe}`)
+      const flagged = points.filter((p: { flags?: string[] }) => p.flags)
+      expect(
+        flagged.map((p: { t: string; share_price: string; apy_7d_pct: number | null; flags: string[] }) => [p.t, p.apy_7d_pct, p.flags]),
+        timeframe,
+      ).toEqual([[bucket, null, ['spike']]])
+    }
+    const apy = async (id: string) => (await get(`/v1/vaults/${id}/performance`)).apy_pct
+    expect((await apy('hyper-wbtc-carry'))['1y']).toBeLessThan(0)
+    for (const id of ['usdc-prime', 'weth-staking-plus', 'base-usdc-flex']) {
+      const { '7d': week, '1y': year, inception } = await apy(id)
+      for (const value of [week, year, inception]) expect(value, id).toBeGreaterThan(0)
+    }
+    // Seeded at its own `now`: its data is as new as that, and 37 minutes old here.
+    expect(await get('/v1/status')).toEqual({ data_as_of: seededAt.toISOString(), last_import_at: seededAt.toISOString(), sources: [], stale: false })
   })
 })

@@ -382,6 +382,10 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.setViewportSize({ width: 390, height: 844 })
     const pageWidth = () => page.evaluate(() => document.scrollingElement!.scrollWidth)
     await expect.poll(pageWidth).toBeLessThanOrEqual(390)
+    // The doughnut's legend moves under it (no room beside it).
+    await expect
+      .poll(() => page.evaluate(() => (window as any).Chart.getChart(document.getElementById('composition-chart')).legend.options.position))
+      .toBe('bottom')
     for (const id of ['share-price-chart', 'tvl-chart', 'apy-chart', 'composition-chart', 'series-chart'])
       expect(await page.evaluate((i) => document.getElementById(i)!.getBoundingClientRect().right, id), id).toBeLessThanOrEqual(390)
     await page.screenshot({ path: path.join(outDir, 'explorer-phone-dark.png'), fullPage: true })

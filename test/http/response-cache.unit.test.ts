@@ -381,9 +381,13 @@ describe('isPublicOperation', () => {
       DepositConstraints: ['maxDeposit', 'minDeposit', 'paused'],
       Icons: ['dark', 'light'],
       PageInfo: ['endCursor', 'hasNextPage', 'hasPreviousPage', 'startCursor'],
+      // Performance history (decisions §9): computed from the vault's snapshots alone, the same for every caller.
+      PerformancePoint: ['apy7dPct', 'flags', 'sharePrice', 't', 'tvl', 'tvlUsd'],
+      PerformanceSeries: ['points', 'timeframe'],
       Vault: [
         'apiEndpoint',
         'baseAsset',
+        'baseAssetPriceUsd',
         'chain',
         'chainId',
         'composition',
@@ -398,15 +402,19 @@ describe('isPublicOperation', () => {
         'mgmtFeeBps',
         'name',
         'perfFeeBps',
+        'performance',
+        'performanceSeries',
         'sharePrice',
         'status',
         'strategyBrief',
         'symbol',
         'tvl',
+        'tvlUsd',
         'withdrawConstraints',
       ],
       VaultConnection: ['edges', 'pageInfo'],
       VaultEdge: ['cursor', 'node'],
+      VaultPerformance: ['apy1d', 'apy1y', 'apy30d', 'apy7d', 'apy90d', 'apyInception', 'asOf', 'sharePrice', 'tvl', 'tvlUsd'],
       WithdrawConstraints: ['instantLiquidity', 'instantSlippageMaxBps', 'redeem24hThresholdPctOfAum', 'redeem48hAboveThreshold'],
     })
     expect([...PUBLIC_QUERY_FIELDS].sort()).toEqual(['vault', 'vaults'])
