@@ -1,5 +1,6 @@
 import pino from 'pino'
 import { MAX_ECHO, withoutLongEchoes } from './errors.js'
+import { traceFields } from './telemetry.js'
 
 // Secrets never reach logs: headers that carry them and body fields that may hold them are redacted.
 export const redactPaths = [
@@ -95,6 +96,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { service: 'vaultgate' },
       // `"level":"info"`, not pino's 30: what log collectors and people read without a table.
       formatters: { level: (label) => ({ level: label }) },
+      // The active trace's ids, when OpenTelemetry is on (src/core/telemetry.ts).
+      mixin: traceFields,
       redact: { paths: redactPaths, censor: '[redacted]' },
       serializers: { err: (e: unknown) => errorForLog(e) },
       hooks: { logMethod: repeatLimiter(now) },

@@ -1,9 +1,10 @@
-import { createYoga, type YogaServerInstance } from 'graphql-yoga'
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { guardKeyManagement } from '../auth/key-guard.js'
 import { createSessionAuth } from '../auth/session.js'
 import { resolveViewer } from '../auth/viewer.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../core/clock.js'
+import { telemetry } from '../core/telemetry.js'
 import type { RateLimits } from '../core/rate-limit.js'
 import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
@@ -80,6 +81,8 @@ export function createGatewayYoga({
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
       // Subscriptions over SSE (README "Live updates"), with the configured heartbeat.
       useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
+      // OpenTelemetry's GraphQL spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/core/telemetry.ts).
+      ...(telemetry() ? [telemetry()!.graphqlPlugin as Plugin] : []),
     ],
   })
 }
