@@ -1,12 +1,12 @@
 import { getQueryParams } from 'hono/utils/url'
 import type { Config } from '../config.js'
 import { Deadline } from '../core/deadlines.js'
-import type { RateLimits, RateLimitState } from '../core/rate-limit.js'
+import type { RateLimits } from '../core/rate-limit.js'
 import type { Freshness } from '../freshness/status.js'
 import type { Yoga } from '../graphql/yoga.js'
 import { notModified } from '../http/etag.js'
 import { dataAsOfHeaders, isKeyPath } from '../http/headers.js'
-import { finish, restError, type Finish } from '../http/hot/answer.js'
+import { countPublic, finish, restError, type Finish } from '../http/hot/answer.js'
 import type { HotHandler } from '../http/hot/exchange.js'
 import { requestIdOf } from '../http/middleware/observability.js'
 import type { ResponseCache } from '../http/response-cache.js'
@@ -74,14 +74,9 @@ export function hotRest({
     const values = match
     return (async () => {
       const started = performance.now()
-      const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
-      verdict.catch(() => {})
-      let rateLimit: RateLimitState | null
-      try {
-        rateLimit = await verdict
-      } catch {
-        return { counted: { public: verdict } }
-      }
+      const count = await countPublic(x, limits, config.trustProxyHops)
+      if ('counted' in count) return count
+      const { rateLimit } = count
       const requestId = requestIdOf(x.header('x-request-id'))
       const deadline = Deadline.in(config.requests.timeoutMs, x.client)
       const f: Finish = { config, exchange: x, path, route: routePath, requestId, started, keyManagement: false, rateLimit, deadline }

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js'
 import { CLIENT_CLOSED_REQUEST, type Deadline } from '../../core/deadlines.js'
 import { errorBody } from '../../core/errors.js'
-import type { RateLimitState } from '../../core/rate-limit.js'
+import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
 import { clientError } from '../errors.js'
 import { policyHeaders, rateLimitHeaders } from '../headers.js'
 import { recordRequest } from '../middleware/observability.js'
@@ -10,6 +10,25 @@ import type { Answer, Exchange } from './exchange.js'
 // What the routes' middleware adds to every answer (src/app.ts: requestStart, responseHeaders,
 // the rate limit), done by the hot path in one step with the same functions: the header policy,
 // the client's RateLimit fields, X-Request-Id, the log line and the metrics.
+
+/**
+ * The client's public per-IP count, as the routes' rate-limit middleware takes it: where its
+ * counter stands, or, when the count refuses (over the limit, or the limiter failed), the pending
+ * verdict to hand back with the request so the routes answer it without counting again.
+ */
+export async function countPublic(
+  x: Exchange,
+  limits: RateLimits,
+  trustProxyHops: number,
+): Promise<{ rateLimit: RateLimitState | null } | { counted: { public: Promise<RateLimitState | null> } }> {
+  const verdict = limits.consume('public', x.clientIp(trustProxyHops))
+  verdict.catch(() => {})
+  try {
+    return { rateLimit: await verdict }
+  } catch {
+    return { counted: { public: verdict } }
+  }
+}
 
 export interface Finish {
   config: Pick<Config, 'cors'>

@@ -3,7 +3,7 @@ import { createGraphQLError } from 'graphql-yoga'
 import type { Config } from '../../config.js'
 import { Deadline } from '../../core/deadlines.js'
 import { isGraphQLError } from '../../core/errors.js'
-import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
+import type { RateLimits } from '../../core/rate-limit.js'
 import type { RequestScope } from '../../graphql/context.js'
 import type { OperationClass } from '../../graphql/public-operations.js'
 import type { Yoga } from '../../graphql/yoga.js'
@@ -12,7 +12,7 @@ import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
 import { requestIdOf } from '../middleware/observability.js'
 import type { ResponseCache } from '../response-cache.js'
-import { finish, lowercased, type Finish } from './answer.js'
+import { countPublic, finish, lowercased, type Finish } from './answer.js'
 import type { HotHandler } from './exchange.js'
 
 // POST /graphql without the Web Request/Response round trips (docs/adr/0004-hot-path.md): the body
@@ -139,14 +139,9 @@ export function hotGraphql({
       // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
       if (kind.subscription) return { body: text }
       const keyManagement = kind.keyManagement
-      const verdict = limits.consume('public', x.clientIp(config.trustProxyHops))
-      verdict.catch(() => {})
-      let rateLimit: RateLimitState | null
-      try {
-        rateLimit = await verdict
-      } catch {
-        return { body: text, counted: { public: verdict } }
-      }
+      const count = await countPublic(x, limits, config.trustProxyHops)
+      if ('counted' in count) return { body: text, counted: count.counted }
+      const { rateLimit } = count
       const requestId = requestIdOf(x.header('x-request-id'))
       const deadline = Deadline.in(config.requests.timeoutMs, x.client)
       const f: Finish = { config, exchange: x, path: '/graphql', route: '/graphql', requestId, started, keyManagement, rateLimit, deadline }
