@@ -1,8 +1,6 @@
-import { rm } from 'node:fs/promises'
-import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freshStorage, testBackend } from './support/db.js'
-import { embeddedDataDir, startGatewayProcess } from './support/process.js'
+import { describe, expect, it } from 'vitest'
+import { testBackend } from './support/db.js'
+import { gatewayStorage, startGatewayProcess } from './support/process.js'
 
 const query = (url: string) =>
   fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
@@ -15,22 +13,10 @@ async function until(condition: () => boolean, what: string) {
 // A rolling restart (Kubernetes, compose): the orchestrator sends SIGTERM and, at the same time,
 // starts taking the instance out of its load balancer. Requests still arrive for a few seconds.
 describe(`a gateway process told to stop (${testBackend})`, () => {
-  let dataDir: string | undefined
-  let env: Record<string, string>
-  beforeAll(async () => {
-    const storage = await freshStorage()
-    if (storage.mode === 'postgres') env = { DATABASE_URL: storage.url }
-    else {
-      dataDir = await embeddedDataDir('vaultgate-shutdown-')
-      env = { DATA_DIR: dataDir, SEED_DEMO: 'false' }
-    }
-  })
-  afterAll(async () => {
-    if (dataDir) await rm(path.dirname(dataDir), { recursive: true, force: true })
-  })
+  const storageEnv = gatewayStorage('vaultgate-shutdown-')
 
   it('answers /readyz 503 at once on SIGTERM, keeps serving everything else for SHUTDOWN_DELAY_MS, then exits 0', async () => {
-    const gw = await startGatewayProcess({ ...env, SHUTDOWN_DELAY_MS: '5000' })
+    const gw = await startGatewayProcess({ ...storageEnv(), SHUTDOWN_DELAY_MS: '5000' })
     const exited = new Promise<number | null>((resolve) => gw.child.once('exit', (code) => resolve(code)))
     try {
       expect((await fetch(`${gw.url}/readyz`)).status).toBe(200)

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { cp, mkdtemp } from 'node:fs/promises'
+import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { inject } from 'vitest'
+import { afterAll, beforeAll, inject } from 'vitest'
+import { freshStorage } from './db.js'
 import { packageRoot } from '../../src/core/paths.js'
 
 const entry = path.join(packageRoot, 'src', 'main.ts')
@@ -18,6 +19,27 @@ export async function embeddedDataDir(prefix = 'vaultgate-'): Promise<string> {
   const template = inject('pgliteDataDir')
   if (template) await cp(template, data, { recursive: true })
   return data
+}
+
+/**
+ * The environment a spawned gateway of this suite runs with: a fresh PostgreSQL database, or a
+ * migrated embedded data directory without demo data (removed after the suite). Call in a describe.
+ */
+export function gatewayStorage(prefix: string): () => Record<string, string> {
+  let dataDir: string | undefined
+  let env: Record<string, string> = {}
+  beforeAll(async () => {
+    const storage = await freshStorage()
+    if (storage.mode === 'postgres') env = { DATABASE_URL: storage.url }
+    else {
+      dataDir = await embeddedDataDir(prefix)
+      env = { DATA_DIR: dataDir, SEED_DEMO: 'false' }
+    }
+  })
+  afterAll(async () => {
+    if (dataDir) await rm(path.dirname(dataDir), { recursive: true, force: true })
+  })
+  return () => env
 }
 
 export interface CliResult {
