@@ -4,6 +4,7 @@ import { AppError } from '../../src/core/errors.js'
 import { validateImportDocument } from '../../src/importer/document.js'
 import { importDocument } from '../../src/importer/write.js'
 import { testBackend, testDatabase } from '../support/db.js'
+import { liveTransaction } from '../support/live.js'
 
 const HUGE = '123456789012345678901234567890123456789012345678901234567890.123456789012345678' // 60 + 18 digits
 const ALICE = '0xAbCdEf0123456789aBcDeF0123456789ABCDEF01'
@@ -61,19 +62,7 @@ const position = (platform: string, asset: string, pct: number, apy = 4.25) => (
   icon: `https://x.example/${platform}.svg`,
 })
 
-const tx = (id: string, fields: Record<string, unknown> = {}) => ({
-  id,
-  vault_id: 'usdc-main',
-  address: ALICE,
-  type: 'deposit',
-  status: 'completed',
-  amount: '100',
-  shares: '99.5',
-  timestamp: '2026-11-20T10:00:00.000Z',
-  completed_at: '2026-11-20T10:00:30.000Z',
-  tx_hash: `0x${Buffer.from(id).toString('hex').padStart(64, '0')}`,
-  ...fields,
-})
+const tx = (id: string, fields: Record<string, unknown> = {}) => liveTransaction(id, 'usdc-main', ALICE, fields)
 
 type Doc = { vaults: object[]; compositions: { vault_id: string; as_of: string; positions: object[] }[]; transactions: object[] }
 

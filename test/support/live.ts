@@ -38,7 +38,7 @@ export const liveVault = (id: string, fields: Record<string, unknown> = {}) => (
   ...fields,
 })
 
-/** An import document's transaction. */
+/** An import document's transaction (a completed deposit of 100 unless `fields` say otherwise; test/importer uses it too). */
 export const liveTransaction = (id: string, vaultId: string, address: string, fields: Record<string, unknown> = {}) => ({
   id,
   vault_id: vaultId,
