@@ -7,6 +7,9 @@ const DAY = 86_400_000
 const T0 = Date.parse('2025-01-01T00:00:00.000Z')
 const at = (days: number, sharePrice: string): PricePoint => ({ asOf: new Date(T0 + days * DAY), sharePrice })
 
+// Enough digits that a 19-digit price times a 200-digit factor never rounds.
+const ExactDecimal = Decimal.clone({ precision: 1000 })
+
 describe('realizedApyPct', () => {
   // Expected values computed independently with Python's decimal module at 50 digits:
   // ((p1 / p0) ** (365 / days) - 1) * 100, then rounded to 6 decimals.
@@ -203,11 +206,23 @@ describe('properties', () => {
     )
     fc.assert(
       fc.property(history(prices), factor, spikePct, (points, c, spike) => {
-        const scaled = points.map((p) => ({ ...p, sharePrice: new Decimal(p.sharePrice as string).times(c).toFixed() }))
+        // The product must be exact: at 200 digits (src/core/decimal.ts) a long fraction times 16
+        // rounds, and a move of exactly SPIKE_PCT would then flip — the rule is exact, the input was not.
+        const scaled = points.map((p) => ({ ...p, sharePrice: new ExactDecimal(p.sharePrice as string).times(c).toFixed() }))
         expect(spikeFlags(scaled, spike)).toEqual(spikeFlags(points, spike))
         expect(apyWindows(scaled, spike)).toEqual(apyWindows(points, spike))
         expect(apy7dSeries(scaled, spike)).toEqual(apy7dSeries(points, spike))
       }),
+      {
+        // Found by CI (stop 23): a move of exactly 50 % (16 → 8 units), times 3428044566 / 7.
+        examples: [
+          [
+            ['1', '16', '8'].map((units, i) => ({ asOf: new Date(T0 + (i + 1) * 60_000), sharePrice: new Decimal(units).div('1e18').toFixed() })),
+            new Decimal('23996311967').div(7).toFixed(),
+            50,
+          ],
+        ],
+      },
     )
   })
 
