@@ -4,33 +4,17 @@
 // on the vault of a demo wallet with an open position over 30 days.
 //
 //   npx tsx scripts/screenshots.ts        (needs /usr/bin/chromium, or CHROMIUM_PATH)
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import path from 'node:path'
-import { chromium } from 'playwright-core'
 import { loadConfig } from '../src/config.js'
 import { packageRoot } from '../src/core/paths.js'
 import { startGateway } from '../src/server.js'
+import { launchChromium } from '../test/support/chromium.js'
 
 const config = loadConfig({ DATA_DIR: 'memory://', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'true' })
 const gateway = await startGateway(config)
-const profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-  headless: true,
-  viewport: { width: 1440, height: 1240 },
-  colorScheme: 'light',
-})
+const browser = await launchChromium({ viewport: { width: 1440, height: 1240 }, colorScheme: 'light' })
+const { context } = browser
 try {
   const hints = await gateway.hints
   const wallet = hints?.wallets.find((w) => w.note.startsWith('open position')) ?? hints?.wallets[0]
@@ -58,7 +42,6 @@ try {
   await page.screenshot({ path: file })
   process.stdout.write(`${path.relative(process.cwd(), file)}\n`)
 } finally {
-  await context.close()
-  rmSync(profile, { recursive: true, force: true })
+  await browser.close()
   await gateway.close()
 }

@@ -1,16 +1,16 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createAdaptorServer } from '@hono/node-server'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { importDocument } from '../../src/importer/write.js'
 import { packageRoot } from '../../src/core/paths.js'
 import { createTestApp, type TestApp } from '../support/app.js'
+import { type Browser, CHROMIUM, hasChromium, launchChromium } from '../support/chromium.js'
 import { testBackend } from '../support/db.js'
 import { ALPHA_ASSETS, ALPHA_PLATFORMS, EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
 import { alphaHistory, gammaHistory, gammaVault } from '../support/performance-data.js'
@@ -18,24 +18,8 @@ import { alphaHistory, gammaHistory, gammaVault } from '../support/performance-d
 // The explorer, the API reference and GraphiQL in a real headless Chromium (Debian's `chromium`,
 // driven by playwright-core), against a gateway listening on a local port. Screenshots go to
 // test-output/<backend>/.
-//
-// Chromium is required in CI (.ci/run installs it with apt): there, a missing browser fails this
-// file. Elsewhere, without CI set, a machine lacking /usr/bin/chromium skips it, and says so.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium && process.env.CI) throw new Error(`Chromium is required in CI and was not found at ${CHROMIUM} (apt-get install -y chromium).`)
+// Chromium from test/support/chromium.ts: required in CI, skipped elsewhere without it, and said so.
 if (!hasChromium) process.stderr.write(`browser.test.ts: skipped, no Chromium at ${CHROMIUM} (install it with: apt-get install -y chromium)\n`)
-
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 const outDir = path.join(packageRoot, 'test-output', testBackend)
 
 /** The labels a Chart.js chart on `canvasId` shows: its data labels and its datasets' labels and sizes. */
@@ -79,8 +63,8 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
   let app: App
   let server: Server
   let base: string
+  let browser: Browser
   let context: BrowserContext
-  let profile: string
   const foreignRequests: string[] = []
   /** The gateways under test (a second one for the stale header): requests to them are not foreign. */
   const gateways: string[] = []
@@ -107,16 +91,15 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     gateways.push(base)
     mkdirSync(outDir, { recursive: true })
-    profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1440, height: 1000 } })
+    browser = await launchChromium({ viewport: { width: 1440, height: 1000 } })
+    context = browser.context
     context.on('request', (r) => {
       const url = r.url()
       if (!gateways.some((g) => url.startsWith(`${g}/`)) && !/^(data|blob):/.test(url)) foreignRequests.push(url)
     })
   })
   afterAll(async () => {
-    await context?.close()
-    if (profile) rmSync(profile, { recursive: true, force: true })
+    await browser?.close()
     await new Promise((resolve) => server?.close(resolve))
     app?.close()
     await t?.close()

@@ -1,31 +1,15 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
+import { type Browser, hasChromium, launchChromium } from '../support/chromium.js'
 import { testBackend } from '../support/db.js'
 import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/explorer-data.js'
 import { listen, liveVault } from '../support/live.js'
 
 // The explorer page follows the vault it shows and the wallet looked up over subscriptions
 // (public/explorer/live.js): an import made while the page is open shows on it without a reload.
-// Chromium as in test/http/browser.test.ts (required in CI, skipped elsewhere without it).
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium && process.env.CI) throw new Error(`Chromium is required in CI and was not found at ${CHROMIUM} (apt-get install -y chromium).`)
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
+// Chromium from test/support/chromium.ts (required in CI, skipped elsewhere without it).
 
 /** The labels of the Chart.js chart on `canvasId`. */
 const chartLabels = (page: Page, canvasId: string) =>
@@ -40,20 +24,19 @@ describe.skipIf(!hasChromium)(`explorer live updates in Chromium (${testBackend}
   let t: TestApp
   let base: string
   let stop: () => Promise<void>
+  let browser: Browser
   let context: BrowserContext
-  let profile: string
   beforeAll(async () => {
     t = await createTestApp({}, { clock: () => EXPLORER_NOW })
     await importDocument(explorerDocument, t.db.prisma)
     // The vault GraphiQL's examples name when no demo data is loaded (src/graphql/examples.ts).
     await importDocument({ vaults: [liveVault('usdc-prime')] }, t.db.prisma)
     ;({ base, stop } = await listen(t.app))
-    profile = mkdtempSync(path.join(tmpdir(), 'vaultgate-chromium-'))
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1280, height: 900 } })
+    browser = await launchChromium({ viewport: { width: 1280, height: 900 } })
+    context = browser.context
   })
   afterAll(async () => {
-    await context?.close()
-    if (profile) rmSync(profile, { recursive: true, force: true })
+    await browser?.close()
     await stop?.()
     await t?.close()
   })
