@@ -243,9 +243,7 @@ export function cachedGraphql(
     if (typeof params?.query !== 'string') return forward()
     const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
     if (kind.keyManagement) c.set('keyManagement', true)
-    // A read's Data-As-Of (decisions §10): the times are taken before it runs, and go into its context.
-    const reads = kind.read && !kind.keyManagement ? freshness : undefined
-    const timesNow = async () => (reads ? await reads.current() : undefined)
+    const timesNow = () => operationDataTimes(kind, freshness)
     if (!cache.enabled || !kind.public) {
       const dataTimes = await timesNow()
       if (dataTimes) c.set('dataAsOf', isoOrNull(dataTimes.dataAsOf))
@@ -300,4 +298,14 @@ export function cachedGraphql(
   }
 }
 
-const isoOrNull = (t: Date | null) => t?.toISOString() ?? null
+/**
+ * The data times behind a GraphQL operation's Data-As-Of (decisions §10): a read's, taken before it
+ * runs and passed into its context; key management has none. The one rule for this route and the
+ * hot path's (src/http/hot/graphql.ts).
+ */
+export async function operationDataTimes(kind: OperationClass, freshness: Freshness | undefined): Promise<DataTimes | undefined> {
+  return kind.read && !kind.keyManagement && freshness ? await freshness.current() : undefined
+}
+
+/** Data-As-Of's value: the time, or null when there is no data yet. */
+export const isoOrNull = (t: Date | null) => t?.toISOString() ?? null

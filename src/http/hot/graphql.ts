@@ -11,7 +11,7 @@ import type { Freshness } from '../../freshness/status.js'
 import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
 import { requestIdOf } from '../middleware/observability.js'
-import type { ResponseCache } from '../response-cache.js'
+import { isoOrNull, operationDataTimes, type ResponseCache } from '../response-cache.js'
 import { countPublic, finish, lowercased, type Finish } from './answer.js'
 import type { HotHandler } from './exchange.js'
 
@@ -74,7 +74,7 @@ export function hotGraphql({
   limits: RateLimits
   cache: ResponseCache
   classOf: (query: string, operationName: string | undefined) => OperationClass
-  /** The times of a read's Data-As-Of (decisions §10), as in src/http/response-cache.ts graphqlRoute. */
+  /** The times of a read's Data-As-Of (decisions §10; src/http/response-cache.ts operationDataTimes). */
   freshness?: Freshness
 }): HotHandler {
   const internals = yoga as unknown as YogaInternals
@@ -145,8 +145,7 @@ export function hotGraphql({
       const requestId = requestIdOf(x.header('x-request-id'))
       const deadline = Deadline.in(config.requests.timeoutMs, x.client)
       const f: Finish = { config, exchange: x, path: '/graphql', route: '/graphql', requestId, started, keyManagement, rateLimit, deadline }
-      // A read's Data-As-Of: the times are taken before it runs, and go into its context.
-      const dataTimes = kind.read && !keyManagement && freshness ? await freshness.current() : undefined
+      const dataTimes = await operationDataTimes(kind, freshness)
       const scope: RequestScope = { requestId, deadline, dataTimes }
       try {
         let result: ExecutionResult
@@ -164,7 +163,7 @@ export function hotGraphql({
         const status = captured.init.status ?? 200
         // explainNotAcceptable's body; Hono keeps the replaced answer's other headers (Yoga's `accept` list) on it.
         if (status === 406 && own['content-type'] === undefined) return finish(f, 406, { ...NOT_ACCEPTABLE.headers, ...own }, NOT_ACCEPTABLE.body)
-        return finish(f, status, dataTimes ? { ...own, ...dataAsOfHeaders(dataTimes.dataAsOf?.toISOString() ?? null, status) } : own, captured.body)
+        return finish(f, status, dataTimes ? { ...own, ...dataAsOfHeaders(isoOrNull(dataTimes.dataAsOf), status) } : own, captured.body)
       } finally {
         deadline.end()
       }
