@@ -74,11 +74,26 @@ export async function compressBytes(body: Uint8Array, encoding: Encoding): Promi
   return encoding === 'br' ? brotli(body, BROTLI_OPTIONS) : gzipAsync(body)
 }
 
-/** Adds Accept-Encoding to Vary (once; not next to `*`). */
+/**
+ * Whether an answer may be compressed at all, whatever its size: the rule of both wrappers below
+ * (`header` reads one of its headers by lowercase name).
+ */
+function eligible(method: string, status: number, header: (name: string) => string | null | undefined): boolean {
+  if (method === 'HEAD' || status < 200 || status === 204 || status === 206 || status === 304) return false
+  const type = header('content-type')
+  if (!type || !COMPRESSIBLE.test(type) || NEVER.test(type) || header('content-encoding') != null) return false
+  return !/\bno-transform\b/i.test(header('cache-control') ?? '')
+}
+
+/** Vary with Accept-Encoding added (once; not next to `*`); undefined when it already says so. */
+function varyWithEncoding(vary: string | null | undefined): string | undefined {
+  if (!vary) return 'Accept-Encoding'
+  return /(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(vary) ? undefined : `${vary}, Accept-Encoding`
+}
+
 function addVary(headers: Headers) {
-  const vary = headers.get('vary')
-  if (!vary) headers.set('Vary', 'Accept-Encoding')
-  else if (!/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(vary)) headers.set('Vary', `${vary}, Accept-Encoding`)
+  const vary = varyWithEncoding(headers.get('vary'))
+  if (vary) headers.set('Vary', vary)
 }
 
 const weak = (etag: string) => (etag.startsWith('W/') ? etag : `W/${etag}`)
@@ -91,10 +106,7 @@ export function withCompression(
   if (minBytes <= 0) return fetch
   return async (request, env) => {
     const res = await fetch(request, env)
-    if (request.method === 'HEAD' || res.status < 200 || res.status === 204 || res.status === 206 || res.status === 304) return res
-    const type = res.headers.get('content-type')
-    if (!type || !COMPRESSIBLE.test(type) || NEVER.test(type) || res.headers.has('content-encoding')) return res
-    if (/\bno-transform\b/i.test(res.headers.get('cache-control') ?? '')) return res
+    if (!eligible(request.method, res.status, (name) => res.headers.get(name))) return res
     const encoding = chooseEncoding(request.headers.get('accept-encoding'))
     let size = knownBodySize(res)
     if (size !== undefined && size < minBytes) return res
@@ -142,19 +154,14 @@ interface TextAnswer {
  * Web Response: compressed when large, compressible and welcome, with Vary and a weak ETag as above.
  */
 export async function compressAnswer<A extends TextAnswer>(answer: A, method: string, acceptEncoding: string | undefined, minBytes: number): Promise<A> {
-  if (minBytes <= 0 || typeof answer.body !== 'string' || method === 'HEAD' || answer.status < 200 || answer.status === 204 || answer.status === 304)
-    return answer
   const h = answer.headers
-  const type = h['content-type']
-  if (!type || !COMPRESSIBLE.test(type) || NEVER.test(type) || h['content-encoding'] !== undefined) return answer
-  if (/\bno-transform\b/i.test(h['cache-control'] ?? '')) return answer
+  if (minBytes <= 0 || typeof answer.body !== 'string' || !eligible(method, answer.status, (name) => h[name])) return answer
   // Length in bytes is at least the length in UTF-16 units / 1 and at most 3×: skip the count when clearly small.
   if (answer.body.length * 3 < minBytes) return answer
   const bytes = Buffer.from(answer.body)
   if (bytes.byteLength < minBytes) return answer
-  const vary = h.vary
-  if (!vary) h.vary = 'Accept-Encoding'
-  else if (!/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(vary)) h.vary = `${vary}, Accept-Encoding`
+  const vary = varyWithEncoding(h.vary)
+  if (vary) h.vary = vary
   const encoding = chooseEncoding(acceptEncoding)
   if (!encoding) return answer
   const compressed = await compressBytes(bytes, encoding)
