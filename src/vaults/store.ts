@@ -354,6 +354,16 @@ export interface PerformanceSeriesKey {
   now: Date
 }
 
+/** A vault's record, or null: for fields outside plugin-prisma's selections (a subscription's event). */
+export function findVault(id: string): Promise<Vault | null> {
+  return prisma.vault.findUnique({ where: { id } })
+}
+
+/** Whether a vault of this id exists (one primary-key probe). */
+export async function vaultExists(id: string): Promise<boolean> {
+  return (await prisma.vault.findUnique({ where: { id }, select: { id: true } })) !== null
+}
+
 /** `spikePct`: the SPIKE_PCT setting. */
 export function vaultLoaders({ spikePct }: { spikePct: number }) {
   return {

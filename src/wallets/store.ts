@@ -68,10 +68,6 @@ export async function fetchHistoryPage(
   return { rows, hasNextPage: raw.length > limit }
 }
 
-export async function vaultExists(vaultId: string): Promise<boolean> {
-  return (await prisma.vault.findUnique({ where: { id: vaultId }, select: { id: true } })) !== null
-}
-
 // ---------------------------------------------------------------------------------------------
 // Positions
 

@@ -1,9 +1,9 @@
 import { builder } from '../builder.js'
 import type { Context } from '../context.js'
-import { prisma } from '../../db/client.js'
 import { AppError, notFound, quoted } from '../../core/errors.js'
 import type { LiveHub } from '../../live/hub.js'
 import { keyChanges, vaultChanges, walletTransactions } from '../../live/streams.js'
+import { findVault, vaultExists } from '../../vaults/store.js'
 import { parseAddress } from '../../wallets/address.js'
 import { ApiKeyEvent } from './api-key.js'
 import { Transaction } from './transaction.js'
@@ -30,12 +30,12 @@ builder.subscriptionField('vaultUpdated', (t) =>
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const hub = hubOf(ctx)
-      if (!(await prisma.vault.findUnique({ where: { id: args.id }, select: { id: true } }))) throw notFound(`Vault ${quoted(args.id)} not found.`)
+      if (!(await vaultExists(args.id))) throw notFound(`Vault ${quoted(args.id)} not found.`)
       return vaultChanges(hub, args.id)
     },
     resolve: async (_event, args, ctx) => {
       ctx.fresh()
-      const vault = await prisma.vault.findUnique({ where: { id: args.id } })
+      const vault = await findVault(args.id)
       if (!vault) throw notFound(`Vault ${quoted(args.id)} not found.`)
       return vault
     },

@@ -5,7 +5,8 @@ import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER, lazyEdges } from '../../core/signed-cursor.js'
 import { decodeCursor, encodeCursor, type HistoryFilter } from '../../wallets/history-cursor.js'
 import { notFound, quoted } from '../../core/errors.js'
-import { fetchHistoryPage, vaultExists, type TransactionRow } from '../../wallets/store.js'
+import { vaultExists } from '../../vaults/store.js'
+import { fetchHistoryPage, type TransactionRow } from '../../wallets/store.js'
 import { User } from './user.js'
 
 export const TransactionTypeEnum = builder.enumType(TransactionType, { name: 'TransactionType' })
