@@ -549,10 +549,12 @@ function vaultSnapshots(seed: number, plan: VaultPlan, path: PricePath, liveTvl:
 function randomAmount(rng: Rng, [lo, hi]: [number, number], decimals: number, scale = 1): Decimal {
   const micros = Math.floor(logUniform(rng, lo * scale, hi * scale) * 1e6)
   let value = new Decimal(micros).div(1e6)
-  if (decimals > 6)
-    value = value.plus(
-      new Decimal(int(rng, 0, 999_999) * 1e6 + int(rng, 0, 999_999)).div(new Decimal(10).pow(decimals)).toDecimalPlaces(decimals, Decimal.ROUND_DOWN),
-    )
+  if (decimals > 6) {
+    // The digits past the sixth: below 10^(decimals − 6) units of 10^−decimals, so below 0.000001.
+    // (Twelve random digits on an 8-decimal asset once added up to 9,999 WBTC per deposit.)
+    const tail = new Decimal(int(rng, 0, 999_999) * 1e6 + int(rng, 0, 999_999)).mod(new Decimal(10).pow(Math.min(12, decimals - 6)))
+    value = value.plus(tail.div(new Decimal(10).pow(decimals)))
+  }
   return value.toDecimalPlaces(decimals, Decimal.ROUND_DOWN)
 }
 

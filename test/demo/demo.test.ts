@@ -41,6 +41,17 @@ describe('demo dataset', () => {
     expect(new Set(doc.transactions.map((t) => t.address)).size).toBeGreaterThanOrEqual(300)
   })
 
+  it('has sizes a real vault could have: a USD TVL from $1M to $1B (0 when closed), no deposit above $25M', () => {
+    const usd = new Map(doc.vaults.map((v) => [v.id, new Decimal(v.base_asset_price_usd!)]))
+    for (const v of doc.vaults) {
+      const tvlUsd = new Decimal(v.tvl).times(usd.get(v.id)!)
+      if (v.status === 'closed') expect(tvlUsd.toFixed(), v.id).toBe('0')
+      else expect(tvlUsd.gte(1e6) && tvlUsd.lte(1e9), `${v.id}: $${tvlUsd.toFixed(0)}`).toBe(true)
+    }
+    const largest = Decimal.max(...doc.transactions.filter((t) => t.type === 'deposit').map((t) => new Decimal(t.amount).times(usd.get(t.vault_id)!)))
+    expect(largest.lte(25e6), `$${largest.toFixed(0)}`).toBe(true)
+  })
+
   it('has pending redeems and recently completed redeems, so the average redeem delay is meaningful', () => {
     const pending = doc.transactions.filter((t) => t.type === 'redeem' && t.status === 'pending')
     expect(pending.length).toBeGreaterThan(10)
