@@ -1,4 +1,5 @@
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js'
+import { recomputeDataAsOf } from '../freshness/store.js'
 import { announceDataChange } from '../importer/changes.js'
 import type { ImportDocument, ImportVault } from '../importer/document.js'
 import { syncLiveValues, writeImport, type ImportCounts } from '../importer/write.js'
@@ -323,6 +324,8 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
       JSON.stringify(snapshots),
     )
     await syncLiveValues(tx, result.vaultIds, capture?.vaults ?? false)
+    // The ranges taken back may have held the newest data (decisions §10 data_as_of).
+    await recomputeDataAsOf(tx)
     await tx.$executeRawUnsafe(
       `UPDATE source_cursors c SET block_number = r.block_number, block_hash = r.block_hash, block_timestamp = r.block_timestamp,
          progress = r.progress, updated_at = $2::timestamptz

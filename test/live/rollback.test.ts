@@ -7,9 +7,12 @@ import { listen, liveTransaction, liveVault } from '../support/live.js'
 import { subscribe } from '../support/sse.js'
 
 // A chain reorg taken back (src/sources/store.ts rollBack) is a change like an import: the vault's
-// subscribers get its restored values, the wallet's subscribers the redeem pending again.
+// subscribers get its restored values, the wallet's subscribers the redeem pending again, and
+// /v1/status the data time of what is left.
 
 const DAVE = '0xd0000000000000000000000000000000000000d4'
+const FIRST_IMPORT = new Date('2026-11-25T00:00:00.000Z')
+const SECOND_IMPORT = new Date('2026-11-26T00:00:00.000Z')
 
 describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
   let t: TestApp
@@ -23,8 +26,9 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
     await stop()
     await t.close()
   })
+  const dataAsOf = async () => ((await (await fetch(`${base}/v1/status`)).json()) as { data_as_of: string | null }).data_as_of
 
-  it("sends the vault's restored values and the redeem pending again", async () => {
+  it("sends the vault's restored values and the redeem pending again; data_as_of goes back", async () => {
     // What the follower would have written: a pending redeem, then a range (blocks 11-20) that
     // completed it, recorded a snapshot and added a deposit.
     await importDocument(
@@ -33,6 +37,7 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
         transactions: [liveTransaction('redeem-1', 'chain-a', DAVE, { type: 'redeem', status: 'pending', completed_at: null })],
       },
       t.db.prisma,
+      { clock: () => FIRST_IMPORT },
     )
     await importDocument(
       {
@@ -41,7 +46,10 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
         transactions: [liveTransaction('redeem-1', 'chain-a', DAVE, { type: 'redeem' }), liveTransaction('deposit-2', 'chain-a', DAVE)],
       },
       t.db.prisma,
+      { clock: () => SECOND_IMPORT },
     )
+    // The range's snapshot is dated after its import: the data is as new as the import (decisions §10).
+    expect(await dataAsOf()).toBe(SECOND_IMPORT.toISOString())
     await t.db.prisma.$executeRawUnsafe(
       `INSERT INTO source_cursors (vault_id, chain_id, address, block_number, block_hash, block_timestamp, progress, updated_at)
        VALUES ('chain-a', 1, '0x2222222222222222222222222222222222222222', 20, '0xb20', 1000, '{}', now())`,
@@ -60,6 +68,9 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
       expect(await wallet.next(1000)).toEqual({ event: 'next', data: { data: { walletActivity: { id: 'redeem-1', status: 'pending' } } } })
       // The deleted deposit has nothing left to show.
       expect(wallet.buffered).toEqual([])
+      // The newest data left is the first import's snapshot of the vault record (the transactions
+      // are from 2026-11-20): data_as_of goes back to it, on this instance at once.
+      expect(await dataAsOf()).toBe(FIRST_IMPORT.toISOString())
     } finally {
       vault.close()
       wallet.close()
