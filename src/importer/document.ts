@@ -255,7 +255,6 @@ export function zodIssues(error: z.ZodError): Issue[] {
   })
 }
 
-/** Cross-field and cross-row rules that a per-field schema cannot express. */
 /** One issue per repeated key, naming where the key first appeared (records are keyed, §7). */
 function flagDuplicates<T>(issues: Issue[], items: readonly T[], keyOf: (item: T) => string, issue: (item: T, index: number, first: number) => Issue) {
   const first = new Map<string, number>()
@@ -267,6 +266,17 @@ function flagDuplicates<T>(issues: Issue[], items: readonly T[], keyOf: (item: T
   })
 }
 
+/** A second snapshot of one vault at one time, in either snapshot section (their key is the same). */
+function flagDuplicateSnapshots(issues: Issue[], section: 'compositions' | 'vault_snapshots', rows: readonly { vault_id: string; as_of: string }[]) {
+  flagDuplicates(
+    issues,
+    rows,
+    (r) => `${r.vault_id}\u0000${r.as_of}`,
+    (r, i, first) => ({ path: [section, i, 'as_of'], message: `duplicate snapshot of vault "${r.vault_id}" at ${r.as_of} (first at ${section}[${first}])` }),
+  )
+}
+
+/** Cross-field and cross-row rules that a per-field schema cannot express. */
 export function consistencyIssues(doc: ImportDocument): Issue[] {
   const issues: Issue[] = []
   flagDuplicates(
@@ -280,15 +290,7 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
     if (min !== null && max !== null && new Decimal(min).gt(max))
       issues.push({ path: ['vaults', i, 'deposit_constraints', 'min_deposit'], message: 'must not exceed max_deposit' })
   })
-  flagDuplicates(
-    issues,
-    doc.compositions,
-    (c) => `${c.vault_id}\u0000${c.as_of}`,
-    (c, i, first) => ({
-      path: ['compositions', i, 'as_of'],
-      message: `duplicate snapshot of vault "${c.vault_id}" at ${c.as_of} (first at compositions[${first}])`,
-    }),
-  )
+  flagDuplicateSnapshots(issues, 'compositions', doc.compositions)
   doc.compositions.forEach((c, i) => {
     // The allocations of a snapshot are the whole vault: their pct add up to 100 (an empty list, a
     // vault not yet allocated, too). Summed exactly: floating point cannot move the tolerance.
@@ -307,15 +309,7 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
       }),
     )
   })
-  flagDuplicates(
-    issues,
-    doc.vault_snapshots,
-    (s) => `${s.vault_id}\u0000${s.as_of}`,
-    (s, i, first) => ({
-      path: ['vault_snapshots', i, 'as_of'],
-      message: `duplicate snapshot of vault "${s.vault_id}" at ${s.as_of} (first at vault_snapshots[${first}])`,
-    }),
-  )
+  flagDuplicateSnapshots(issues, 'vault_snapshots', doc.vault_snapshots)
   flagDuplicates(
     issues,
     doc.transactions,
