@@ -1,6 +1,23 @@
 #!/usr/bin/env node
 // Runs the compiled CLI (dist/ is built by `npm install` through the prepare script).
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+
+// An unsupported runtime is refused at once, in one line, before anything else is imported: on an
+// older Node the gateway would otherwise start and fail later in ways that do not name the cause.
+// The supported versions are package.json's `engines` (`^A.B.C` alternatives joined by `||`),
+// which `.npmrc`'s engine-strict also enforces for installs.
+const supported = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node
+const [major, minor, patch] = process.versions.node.split('.').map(Number)
+const runtimeOk = supported.split('||').some((range) => {
+  const m = /^\s*\^(\d+)\.(\d+)\.(\d+)\s*$/.exec(range)
+  if (!m) return false
+  const [want, wantMinor, wantPatch] = m.slice(1).map(Number)
+  return major === want && (minor > wantMinor || (minor === wantMinor && patch >= wantPatch))
+})
+if (!runtimeOk) {
+  process.stderr.write(`vaultgate: Node.js ${process.versions.node} is not supported; use Node.js ${supported}.\n`)
+  process.exit(1)
+}
 
 const entry = new URL('../dist/cli.js', import.meta.url)
 if (!existsSync(entry)) {
