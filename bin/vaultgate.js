@@ -19,6 +19,10 @@ if (!runtimeOk) {
   process.exit(1)
 }
 
+// `cp .env.example .env` works: settings in ./.env apply, and the real environment wins over
+// the file (process.loadEnvFile never overwrites a variable that is already set).
+if (existsSync('.env')) process.loadEnvFile('.env')
+
 const entry = new URL('../dist/cli.js', import.meta.url)
 if (!existsSync(entry)) {
   process.stderr.write('vaultgate: dist/ is missing; run `npm run build` (npm install normally does this).\n')

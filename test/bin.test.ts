@@ -8,6 +8,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageRoot } from '../src/core/paths.js'
 import { builtPackage } from './support/built.js'
+import { gatewayStorage } from './support/process.js'
 
 // bin/vaultgate.js is what `npm start` and the installed `vaultgate` command run: these tests run
 // it from a compiled copy of the package, on the machine's Node 20 (/usr/bin/node) and on the
@@ -62,5 +63,57 @@ describe('the runtime check', () => {
 
   it('installs only on a supported Node (engine-strict)', () => {
     expect(readFileSync(path.join(packageRoot, '.npmrc'), 'utf8')).toMatch(/^engine-strict=true$/m)
+  })
+})
+
+/** A port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+describe('vaultgate start (npm start) in a folder holding .env', () => {
+  const storage = gatewayStorage('vaultgate-dotenv-')
+  let folder: string
+  beforeAll(async () => {
+    folder = await mkdtemp(path.join(tmpdir(), 'vaultgate-dotenv-'))
+  })
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true })
+  })
+
+  it('reads its settings from .env, and the real environment wins over the file', async () => {
+    const port = await freePort()
+    // LOG_LEVEL=silent in the file would hide the ready line; the environment's info wins.
+    await writeFile(path.join(folder, '.env'), `# copied from .env.example\nPORT=${port}\nHOST=127.0.0.1\nLOG_LEVEL=silent\n`)
+    const child = spawn(process.execPath, [path.join(pkg.root, 'bin', 'vaultgate.js'), 'start'], {
+      cwd: folder,
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...storage() },
+    })
+    let stdout = ''
+    let stderr = ''
+    const exited = new Promise<number | null>((r) => child.on('close', r))
+    try {
+      const ready = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d
+          const m = /vaultgate ready at (http:\/\/\S+)\/graphql/.exec(stdout)
+          if (m?.[1]) resolve(m[1])
+        })
+        child.stderr.on('data', (d: Buffer) => (stderr += d))
+        exited.then((code) => reject(new Error(`exited with ${code}:\n${stdout}${stderr}`)))
+      })
+      expect(ready).toBe(`http://127.0.0.1:${port}`)
+      expect((await fetch(`${ready}/healthz`)).status).toBe(200)
+    } finally {
+      child.kill('SIGKILL')
+      await exited
+    }
   })
 })
