@@ -313,6 +313,11 @@ export interface Config {
   graphql: {
     graphiql: boolean
     introspection: boolean
+    /**
+     * graphql-js' "Did you mean …?" in validation and variable errors: in development only, where
+     * introspection is on (they would reveal schema that introspection hides).
+     */
+    suggestions: boolean
     maxDepth: number
     maxAliases: number
     maxCost: number
@@ -413,6 +418,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       graphiql,
       // GraphiQL is built from the schema's introspection: turning it on turns introspection on too.
       introspection: e.GRAPHQL_INTROSPECTION ?? graphiql,
+      // The test suite (NODE_ENV=test) asserts the error messages production clients get.
+      suggestions: e.NODE_ENV === 'development' && (e.GRAPHQL_INTROSPECTION ?? graphiql),
       maxDepth: e.GRAPHQL_MAX_DEPTH,
       maxAliases: e.GRAPHQL_MAX_ALIASES,
       maxCost: e.GRAPHQL_MAX_COST,

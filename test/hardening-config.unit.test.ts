@@ -7,6 +7,7 @@ describe('hardening settings', () => {
     expect(dev.graphql).toEqual({
       graphiql: true,
       introspection: true,
+      suggestions: true,
       maxDepth: 12,
       maxAliases: 15,
       maxCost: 50_000,
@@ -20,7 +21,9 @@ describe('hardening settings', () => {
     expect(dev.trustProxyHops).toBe(0)
     expect(dev.cors).toEqual({ public: '*', keys: [] })
     const prod = loadConfig({ NODE_ENV: 'production' })
-    expect(prod.graphql).toMatchObject({ graphiql: false, introspection: false })
+    expect(prod.graphql).toMatchObject({ graphiql: false, introspection: false, suggestions: false })
+    expect(loadConfig({ NODE_ENV: 'production', GRAPHQL_INTROSPECTION: 'true' }).graphql.suggestions).toBe(false)
+    expect(loadConfig({ GRAPHQL_INTROSPECTION: 'false' }).graphql.suggestions).toBe(false)
   })
 
   it('turns GraphiQL on in production on request, and introspection with it unless told otherwise', () => {

@@ -40,16 +40,17 @@ const logPath = (path: readonly (string | number)[] | undefined) => path?.map((p
 
 /**
  * Validation errors get the `bad_request` code like every other client mistake, without graphql-js'
- * "Did you mean …?" suggestions (they reveal schema fields that introspection may hide).
+ * "Did you mean …?" suggestions unless `suggestions` (config.graphql.suggestions: development
+ * only, since they reveal schema fields that introspection may hide).
  */
-export const useValidationErrorCodes = (): Plugin => ({
+export const useValidationErrorCodes = (suggestions: boolean): Plugin => ({
   onValidate:
     () =>
     ({ valid, result, setResult }) => {
       if (valid) return
       setResult(
         result.map((e) =>
-          rebuildError(e, withoutLongEchoes(withoutSuggestions(e.message)), { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } }),
+          rebuildError(e, withoutLongEchoes(suggestions ? e.message : withoutSuggestions(e.message)), { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } }),
         ),
       )
     },

@@ -39,8 +39,8 @@ export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
     costLimit(g.maxCost),
     maxDirectivesPlugin({ n: g.maxDirectives, ...report }) as Plugin,
     useRequestDeadline(),
-    useNoSuggestions(),
   ]
+  if (!g.suggestions) plugins.push(useNoSuggestions())
   if (!g.introspection) plugins.push({ onValidate: ({ addValidationRule }) => addValidationRule(noIntrospection) })
   return plugins
 }

@@ -75,7 +75,7 @@ export function createGatewayYoga({
     // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.
     cors: false,
     plugins: [
-      useValidationErrorCodes(),
+      useValidationErrorCodes(config.graphql.suggestions),
       useOperationMetrics(),
       ...protectionPlugins(config),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),

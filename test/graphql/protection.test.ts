@@ -210,3 +210,40 @@ describe(`production mode (${testBackend})`, () => {
     expect(/<title>vaultgate[^<]*<\/title>/.test(await page.text())).toBe(true)
   })
 })
+
+// Suggestions reveal schema that introspection may hide: production (and the suite's NODE_ENV=test,
+// above) drops them; development, where introspection is on anyway, keeps them for the developer.
+describe(`GraphQL field suggestions in development (${testBackend})`, () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp({ NODE_ENV: 'development' })
+    await insertVault('v1')
+  })
+  afterAll(() => t.close())
+
+  it('answers "Did you mean" for a mistyped field and enum value', async () => {
+    expect(await t.graphql('{ vault(id: "v1") { nam } }')).toEqual({
+      status: 400,
+      body: {
+        errors: [
+          { message: 'Cannot query field "nam" on type "Vault". Did you mean "name"?', locations: [{ line: 1, column: 21 }], extensions: { code: 'bad_request' } },
+        ],
+      },
+    })
+    const variable = await t.graphql('query ($t: CompositionTimeframe) { vault(id: "v1") { compositionSeries(timeframe: $t) { labels } } }', { t: 'P7' })
+    expect(variable.body.errors.map((e: { message: string }) => e.message)).toEqual([
+      'Variable "$t" got invalid value "P7"; Value "P7" does not exist in "CompositionTimeframe" enum. Did you mean the enum value "P7D"?',
+    ])
+  })
+
+  it('drops them in production, even with introspection turned on', async () => {
+    const prod = await createTestApp({ NODE_ENV: 'production', GRAPHQL_INTROSPECTION: 'true' })
+    try {
+      expect((await prod.graphql('{ vault(id: "v1") { nam } }')).body.errors.map((e: { message: string }) => e.message)).toEqual([
+        'Cannot query field "nam" on type "Vault".',
+      ])
+    } finally {
+      await prod.close()
+    }
+  })
+})
