@@ -768,34 +768,3 @@ export interface DemoHints {
   wallets: { address: string; vaultId: string; note: string }[]
 }
 
-/** A few ids worth trying against a freshly seeded server. */
-export function demoHints(doc: ImportDocument): DemoHints {
-  const pending = new Map<string, Set<string>>()
-  const history = new Map<string, { address: string; vaultId: string; count: number; shares: Decimal }>()
-  for (const t of doc.transactions) {
-    if (t.type === 'redeem' && t.status === 'pending') pending.get(t.address)?.add(t.vault_id) ?? pending.set(t.address, new Set([t.vault_id]))
-    const key = `${t.address} ${t.vault_id}`
-    const h = history.get(key) ?? { address: t.address, vaultId: t.vault_id, count: 0, shares: new Decimal(0) }
-    h.count++
-    if (t.type === 'deposit' && t.status === 'completed') h.shares = h.shares.plus(t.shares)
-    else if (t.type !== 'deposit' && (t.status === 'completed' || t.status === 'pending')) h.shares = h.shares.minus(t.shares)
-    history.set(key, h)
-  }
-  const byDesc =
-    <T>(f: (x: T) => number) =>
-    (a: T, b: T) =>
-      f(b) - f(a)
-  const wallets: DemoHints['wallets'] = []
-  // Pending redeems in several vaults show off the cross-vault list best.
-  const [pendingAddress] = [...pending.entries()].sort(byDesc(([, vaults]) => vaults.size)).map(([a]) => a)
-  if (pendingAddress) {
-    const vaults = [...pending.get(pendingAddress)!]
-    wallets.push({ address: pendingAddress, vaultId: vaults[0]!, note: `pending redeems in ${vaults.join(', ')}` })
-  }
-  const positions = [...history.values()].filter((h) => h.shares.gt(0) && h.address !== pendingAddress).sort(byDesc((h) => h.count))
-  const first = positions[0]
-  if (first) wallets.push({ address: first.address, vaultId: first.vaultId, note: `open position, ${first.count} transactions` })
-  const other = positions.find((h) => h.vaultId !== first?.vaultId && h.address !== first?.address)
-  if (other) wallets.push({ address: other.address, vaultId: other.vaultId, note: `open position, ${other.count} transactions` })
-  return { vaultIds: doc.vaults.map((v) => v.id), wallets }
-}

@@ -1,6 +1,6 @@
 import type { Db } from '../db/client.js'
 import { writeDocument, type ImportCounts } from '../importer/write.js'
-import { demoHints, generateDemoDataset, type DemoHints } from './dataset.js'
+import { generateDemoDataset, type DemoHints } from './dataset.js'
 import { hasVaults, readHintRows } from './store.js'
 
 export interface SeedResult {
@@ -25,18 +25,23 @@ export async function seedDemoIfEmpty(
   // Imported "at" the dataset's now: vault records whose values are not its last snapshot's would be recorded then.
   // Written without validating again: the generator's output is valid and canonical (test/demo/demo.test.ts).
   const counts = await writeDocument(doc, db, { clock: () => now, onProgress: (p) => onProgress(`Loading demo ${p.kind}`, p.done, p.total) })
-  return { seeded: true, counts, hints: demoHints(doc) }
+  // Read back like on every later start, so the first start suggests the same wallets as the next.
+  return { seeded: true, counts, hints: await demoHintsFromDatabase(db) }
 }
 
 /**
- * Hints for an already seeded database, read back cheaply (later starts must stay fast, so the
- * dataset is not regenerated): a few vault ids, the wallet with the most pending redeems and the
- * most active wallet.
+ * The start's hints, from the data alone (so every start over the same data prints the same ones):
+ * a few vault ids, the wallet with pending redeems in the most vaults, and two open positions in
+ * other wallets and vaults, the most active first.
  */
 export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
-  const { vaultIds, pending, active } = await readHintRows(db)
+  const { vaultIds, pending, positions } = await readHintRows(db)
   const wallets: DemoHints['wallets'] = []
-  for (const p of pending) wallets.push({ address: p.address, vaultId: p.vault_id, note: `pending redeems in ${p.vaults} vault(s)` })
-  for (const a of active) wallets.push({ address: a.address, vaultId: a.vault_id, note: `${a.n} completed deposits` })
+  const [p] = pending
+  if (p) wallets.push({ address: p.address, vaultId: p.vault_ids[0]!, note: `pending redeems in ${p.vault_ids.join(', ')}` })
+  const open = positions.filter((h) => h.address !== p?.address)
+  const first = open[0]
+  const other = open.find((h) => h.vault_id !== first?.vault_id && h.address !== first?.address)
+  for (const h of [first, other]) if (h) wallets.push({ address: h.address, vaultId: h.vault_id, note: `open position, ${h.n} transactions` })
   return { vaultIds, wallets }
 }
