@@ -158,7 +158,8 @@ async function startCommand(options: { port?: string; host?: string }): Promise<
   const config = await configure({ PORT: options.port, HOST: options.host })
   const progress = createProgress()
   const gateway = await startGateway(config, { progress }).finally(() => progress.end())
-  say(`\nvaultgate is ready: ${gateway.url}/graphql (GraphiQL in a browser), REST under ${gateway.url}/v1`)
+  // GraphiQL is off in production unless GRAPHIQL=true: the banner offers only what is served.
+  say(`\nvaultgate is ready: ${gateway.url}/graphql${config.graphql.graphiql ? ' (GraphiQL in a browser)' : ''}, REST under ${gateway.url}/v1`)
   say(`  vault explorer ${gateway.url}/   API reference ${gateway.url}/docs   OpenAPI ${gateway.url}/openapi.json   metrics ${gateway.url}/metrics`)
   const h = await gateway.hints?.catch(() => undefined)
   if (h) {

@@ -30,7 +30,7 @@ describe('the gateway’s logs', () => {
   })
 
   it('writes the banner and the signal it got on stderr', () => {
-    expect(stderr).toContain(`vaultgate is ready: ${gw.url}/graphql`)
+    expect(stderr).toContain(`\nvaultgate is ready: ${gw.url}/graphql (GraphiQL in a browser), REST under ${gw.url}/v1\n`)
     expect(stderr).toContain('SIGTERM received')
     expect(stdout).not.toContain('vaultgate is ready')
   })
@@ -49,5 +49,19 @@ describe('the gateway’s logs', () => {
       { level: 'info', route: '/v1/vaults', status: 200 },
       { level: 'info', route: '/*', status: 404 },
     ])
+  })
+})
+
+describe('the production banner', () => {
+  it('does not offer GraphiQL, which production turns off', async () => {
+    const storage: Record<string, string> = testBackend === 'postgres' ? { DATABASE_URL: (await emptyPostgres()).url } : { DATA_DIR: await embeddedDataDir() }
+    const gw = await startGatewayProcess({ ...storage, SEED_DEMO: 'false', NODE_ENV: 'production' })
+    try {
+      expect(gw.stderr()).toContain(`\nvaultgate is ready: ${gw.url}/graphql, REST under ${gw.url}/v1\n`)
+      expect(gw.stderr()).not.toContain('GraphiQL')
+      expect((await fetch(`${gw.url}/graphql`, { headers: { accept: 'text/html' } })).headers.get('content-type')).not.toMatch(/^text\/html/)
+    } finally {
+      await gw.stop('SIGKILL')
+    }
   })
 })
