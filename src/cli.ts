@@ -19,6 +19,7 @@ import { normalizeAddress } from './wallets/address.js'
 import { loadSourcesFile, SourcesConfigError } from './sources/config.js'
 import { BootError, prepareDatabase, startGateway, unreachableDatabase } from './server.js'
 import { prisma } from './db/client.js'
+import type { ImportCounts } from './importer/write.js'
 import {
   adminApiOps,
   DELIVERY_STATUSES,
@@ -95,7 +96,7 @@ export const commands = {
   },
   import: {
     usage: 'vaultgate import FILE',
-    summary: 'Load a JSON document {"vaults":[…],"compositions":[…],"transactions":[…]} in one transaction.',
+    summary: 'Load a JSON document of vaults, compositions, vault_snapshots and transactions in one transaction.',
   },
   webhooks: { usage: WEBHOOKS_USAGE, summary: WEBHOOKS_SUMMARY },
   sources: {
@@ -234,6 +235,16 @@ async function migrateCommand(options: { dryRun?: boolean; status?: boolean }): 
   out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.')
 }
 
+const IMPORT_HELP = `
+The document (every section optional; README "Loading data"):
+  {"vaults": […], "compositions": […], "vault_snapshots": […], "transactions": […]}
+  vaults           vault records (id, name, chain, symbol, status, tvl, share_price, …)
+  compositions     allocation snapshots {"vault_id","as_of","positions":[…]}
+  vault_snapshots  share price and TVL history {"vault_id","as_of","share_price","tvl","base_asset_price_usd"}
+  transactions     deposits, withdrawals and redeems, of any status
+It is validated whole, then written in one transaction; the same ids imported again update in place.
+Prints what it wrote: "Imported 2 vault(s), 45 composition snapshot(s), 24 vault snapshot(s), 4 transaction(s)."`
+
 async function importCommand(file: string): Promise<void> {
   const config = await configure()
   const progress = createProgress()
@@ -265,8 +276,10 @@ async function importCommand(file: string): Promise<void> {
   } finally {
     progress.end()
   }
-  const c = counts as { vaults: number; compositions: number; transactions: number }
-  out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.transactions} transaction(s).`)
+  const c = counts as ImportCounts
+  out(
+    `Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.vault_snapshots} vault snapshot(s), ${c.transactions} transaction(s).`,
+  )
 }
 
 interface AllowlistEntryJson {
@@ -426,7 +439,12 @@ export function createProgram(): Command {
     .command('list')
     .description('List the wallets with when they were added and their notes.')
     .action(() => allowlistCommand('list'))
-  program.command('import').description(commands.import.summary).argument('<file>', 'the JSON document').action(importCommand)
+  program
+    .command('import')
+    .description(commands.import.summary)
+    .argument('<file>', 'the JSON document')
+    .addHelpText('after', IMPORT_HELP)
+    .action(importCommand)
   const webhooks = program
     .command('webhooks')
     .description(commands.webhooks.summary)

@@ -36,7 +36,7 @@ describe(`CLI progress (${testBackend})`, () => {
   })
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
-  const done = 'Imported 2 vault(s), 45 composition snapshot(s), 4 transaction(s).'
+  const done = 'Imported 2 vault(s), 45 composition snapshot(s), 0 vault snapshot(s), 4 transaction(s).'
 
   it('shows the steps of an import on a terminal, then clears the line', async () => {
     const r = await runInTerminal(['import', file], { DATA_DIR: await embeddedDataDir('vaultgate-progress-tty-') })

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readLocalMigrations } from '../src/db/migrate.js'
 import { packageRoot } from '../src/core/paths.js'
 import { emptyPostgres, testBackend } from './support/db.js'
-import { runCli, startGatewayProcess } from './support/process.js'
+import { explorerDocument, fullVault } from './support/explorer-data.js'
+import { gatewayStorage, runCli, startGatewayProcess } from './support/process.js'
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
 
@@ -37,6 +38,13 @@ describe('the vaultgate command line', () => {
     expect(start.code).toBe(0)
     expect(start.stdout).toMatch(/--port <number> +HTTP port \(overrides PORT/)
     expect(start.stdout).toMatch(/--host <address> +interface to listen on \(overrides HOST/)
+    const load = await runCli(['import', '--help'])
+    expect(load.code).toBe(0)
+    expect(load.stdout).toContain('Load a JSON document of vaults, compositions, vault_snapshots and transactions')
+    expect(load.stdout).toContain('\n  {"vaults": […], "compositions": […], "vault_snapshots": […], "transactions": […]}\n')
+    expect(load.stdout).toContain(
+      '\n  vault_snapshots  share price and TVL history {"vault_id","as_of","share_price","tvl","base_asset_price_usd"}\n',
+    )
   })
 
   it('refuses unknown commands and options with a suggestion and exit code 2, touching nothing', async () => {
@@ -183,6 +191,32 @@ describe(`vaultgate migrate (${testBackend})`, () => {
       }
     } finally {
       taken.close()
+    }
+  })
+})
+
+describe(`vaultgate import (${testBackend})`, () => {
+  const storage = gatewayStorage('vaultgate-cli-import-')
+
+  it('counts every section in its summary, vault snapshots included', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-cli-import-'))
+    try {
+      const file = path.join(dir, 'doc.json')
+      const vault_snapshots = ['2026-11-01T00:00:00.000Z', '2026-11-02T00:00:00.000Z', '2026-11-03T00:00:00.000Z'].map((as_of) => ({
+        vault_id: fullVault.id,
+        as_of,
+        share_price: '1.01',
+        tvl: '1000',
+        base_asset_price_usd: null,
+      }))
+      await writeFile(file, JSON.stringify({ ...explorerDocument, vault_snapshots }))
+      // stderr is left out: on a busy machine a piped import lasting 5 s prints a progress line there.
+      expect(await runCli(['import', file], { ...storage(), LOG_LEVEL: 'warn' })).toMatchObject({
+        code: 0,
+        stdout: 'Imported 2 vault(s), 45 composition snapshot(s), 3 vault snapshot(s), 4 transaction(s).\n',
+      })
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
   })
 })
