@@ -77,6 +77,10 @@ const noIntrospection = (context: ValidationContext): ASTVisitor => ({
   },
 })
 
+/** The answer to a WebSocket upgrade on /graphql (subscriptions are served over SSE only). */
+export const WEBSOCKET_REFUSAL =
+  'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).'
+
 /**
  * Yoga's CSRF prevention: a request without a preflight-forcing Content-Type (a GET, a form post,
  * text/plain) must carry one of CSRF_HEADERS. Refusals answer like every other client mistake,
@@ -86,6 +90,9 @@ function csrfPrevention(): Plugin {
   const check = useCSRFPrevention({ requestHeaders: CSRF_HEADERS }).onRequestParse!
   return {
     onRequestParse(payload) {
+      // A WebSocket client (graphql-ws) arrives as a GET without the CSRF header: the CSRF sentence
+      // would send it looking for a header, when what it needs is the other transport.
+      if (payload.request.headers.get('upgrade')?.toLowerCase() === 'websocket') throw new AppError('bad_request', WEBSOCKET_REFUSAL)
       try {
         return check(payload)
       } catch {

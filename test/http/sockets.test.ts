@@ -45,6 +45,33 @@ describe(`refusals over real sockets (${testBackend})`, () => {
       socket.write(raw)
     })
 
+  it('answers a WebSocket upgrade on /graphql by naming Server-Sent Events, not the CSRF header', async () => {
+    const socket = net.connect(port, '127.0.0.1')
+    let text = ''
+    const answer = new Promise<string>((resolve, reject) => {
+      socket.on('data', (c) => {
+        text += c
+        const [head, body = ''] = text.split('\r\n\r\n')
+        const length = /\r\ncontent-length: (\d+)/i.exec(head!)?.[1]
+        if (length && Buffer.byteLength(body) >= Number(length)) resolve(text)
+      })
+      socket.on('error', reject)
+    })
+    socket.write(
+      'GET /graphql HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+    )
+    const [head, body] = (await answer).split('\r\n\r\n')
+    socket.destroy()
+    expect(head!.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request')
+    expect(JSON.parse(body!).errors).toEqual([
+      {
+        message: 'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).',
+        extensions: { code: 'bad_request' },
+      },
+    ])
+  })
+
   it('answers a header block over Node’s limit with 431, the standard error body and Connection: close', async () => {
     const { text, closedByServer } = await rawExchange(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
     const [head, body] = text.split('\r\n\r\n')
