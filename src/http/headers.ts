@@ -50,7 +50,8 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 const CORS = {
   allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-  allowHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'If-None-Match', 'X-GraphQL-CSRF'],
+  // X-Service-Wallet: a wallet-session token holding several wallets names one (src/auth/wallets.ts).
+  allowHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'If-None-Match', 'X-GraphQL-CSRF', 'X-Service-Wallet'],
   exposeHeaders: ['ETag', 'Retry-After', 'X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'Data-As-Of'],
   maxAge: 600,
 }
@@ -131,6 +132,17 @@ export function dataAsOfHeaders(dataAsOf: string | null | undefined, status: num
 }
 
 /**
+ * `vary` with the names of `add` that it does not list yet (case-insensitively): a preflight's
+ * `Vary: Origin` (hono/cors) and the policy's own must not make `Origin, Origin`.
+ */
+export function withVary(vary: string | null | undefined, add: string): string {
+  if (!vary) return add
+  const listed = new Set(vary.split(',').map((n) => n.trim().toLowerCase()))
+  const missing = add.split(',').map((n) => n.trim()).filter((n) => n && !listed.has(n.toLowerCase()))
+  return missing.length === 0 ? vary : `${vary}, ${missing.join(', ')}`
+}
+
+/**
  * Puts policyHeaders on the finished answer, on its Headers object: setting them through the
  * context (or before the handler runs, as hono/cors does) makes Hono rebuild the handler's response
  * around a stream, which costs more than a cached read itself. What a route set itself wins, but
@@ -143,7 +155,7 @@ export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler
     const path = c.req.path
     const keyManagement = isKeyPath(path) || c.get('keyManagement') === true
     for (const [name, value] of Object.entries(policyHeaders(config.cors, path, c.req.header('origin') ?? null, headers.get('content-type'), keyManagement))) {
-      if (name === 'vary') headers.append(name, value)
+      if (name === 'vary') headers.set(name, withVary(headers.get(name), value))
       else if (!headers.has(name) || name.startsWith('access-control-') || name === 'cache-control') headers.set(name, value)
     }
     for (const [name, value] of Object.entries(dataAsOfHeaders(c.get('dataAsOf'), c.res.status))) headers.set(name, value)

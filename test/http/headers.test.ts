@@ -118,5 +118,27 @@ describe(`CORS (${testBackend})`, () => {
       const other = await preflight(t, '/v1/apiKey', 'https://other.example')
       expect(other.headers.get('access-control-allow-origin')).toBeNull()
     })
+
+    it('lets a browser send X-Service-Wallet (tokens holding several wallets), varying by Origin once', async () => {
+      const res = await t.request('/v1/apiKey', {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'https://dash.example',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type,x-service-wallet',
+        },
+      })
+      expect(res.status).toBe(204)
+      expect(Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'))).toEqual({
+        'access-control-allow-origin': 'https://dash.example',
+        'access-control-allow-methods': 'GET,POST,DELETE,OPTIONS',
+        'access-control-allow-headers': 'Content-Type,Authorization,X-Request-Id,If-None-Match,X-GraphQL-CSRF,X-Service-Wallet',
+        'access-control-expose-headers': 'ETag,Retry-After,X-Request-Id,RateLimit-Policy,RateLimit,Data-As-Of',
+        'access-control-max-age': '600',
+        vary: 'Origin, Access-Control-Request-Headers',
+      })
+      const read = await t.request('/v1/vaults/v1', { headers: { origin: 'https://other.example' } })
+      expect(read.headers.get('vary')?.split(',').filter((n) => n.trim() === 'Origin')).toHaveLength(1)
+    })
   })
 })

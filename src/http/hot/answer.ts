@@ -3,7 +3,7 @@ import { CLIENT_CLOSED_REQUEST, type Deadline } from '../../core/deadlines.js'
 import { errorBody } from '../../core/errors.js'
 import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
 import { clientError } from '../errors.js'
-import { policyHeaders, rateLimitHeaders } from '../headers.js'
+import { policyHeaders, rateLimitHeaders, withVary } from '../headers.js'
 import { recordRequest } from '../middleware/observability.js'
 import type { Answer, Exchange } from './exchange.js'
 
@@ -67,7 +67,7 @@ export function finish(f: Finish, status: number, own: Record<string, string>, b
   const policy = policyOf(f.config.cors, f.path, f.exchange.header('origin') ?? null, own['content-type'] ?? null, f.keyManagement)
   for (const name in policy) {
     const value = policy[name]!
-    if (name === 'vary') headers.vary = headers.vary === undefined ? value : `${headers.vary}, ${value}`
+    if (name === 'vary') headers.vary = withVary(headers.vary, value)
     else if (headers[name] === undefined || name.startsWith('access-control-') || name === 'cache-control') headers[name] = value
   }
   if (f.rateLimit && status < 400) Object.assign(headers, rateLimitHeaders(f.rateLimit, status))
