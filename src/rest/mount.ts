@@ -20,8 +20,15 @@ import { pathParamNames, resultError, type RestRoute, type RouteInput } from './
 
 async function readBody(c: HonoContext<AppEnv>): Promise<Record<string, unknown>> {
   if (c.req.method !== 'POST') return {}
-  // Spec §4: a JSON body, announced as such (an empty one too); a form or text body is refused unread.
-  if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) throw new AppError('bad_request', 'Content-Type must be application/json.')
+  // Spec §4: a JSON body, announced as such; a form or text body is refused (unread when its
+  // length is announced). "The body may be empty": no body needs no Content-Type, so a POST with
+  // nothing but its Authorization header reaches the caller check (401 without a token).
+  if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
+    const length = c.req.header('content-length')
+    if (c.req.raw.body === null || length === '0') return {}
+    if (length !== undefined || (await c.req.text()) !== '') throw new AppError('bad_request', 'Content-Type must be application/json.')
+    return {}
+  }
   const text = await c.req.text()
   if (text.trim() === '') return {}
   return parseJsonObject(text)

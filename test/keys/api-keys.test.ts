@@ -84,6 +84,15 @@ describe(`API key lifecycle over REST (${testBackend})`, () => {
     }
   })
 
+  it('takes a POST with no body and no Content-Type as an empty body, after judging the caller', async () => {
+    const anonymous = await t.request('/v1/apiKey', { method: 'POST' })
+    expect(anonymous.status).toBe(401)
+    expect((await anonymous.json()).error.code).toBe('unauthorized')
+    const created = await t.request('/v1/apiKey', { method: 'POST', headers: await t.session([W1]) })
+    expect(created.status).toBe(200)
+    expect((await created.json()).data.keyPrefix).toBe('vaultgate')
+  })
+
   it('refuses keyPrefix: null (leave it out for the default) and a body not sent as application/json', async () => {
     expect(await t.create(W1, { keyPrefix: null })).toMatchObject({
       status: 400,
