@@ -78,8 +78,12 @@ export function el(tag, attrs = {}, ...children) {
   return node
 }
 
+/**
+ * A <dl> of [term, value] rows, each pair in its own <div> (HTML allows it): the grid places pairs,
+ * so a value stays under its label whatever the number of columns (test/http/browser.test.ts).
+ */
 export function definitionList(target, rows) {
-  target.replaceChildren(...rows.flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value ?? '—')]))
+  target.replaceChildren(...rows.map(([term, value]) => el('div', {}, el('dt', {}, term), el('dd', {}, value ?? '—'))))
 }
 
 export const isPhone = () => matchMedia('(max-width: 600px)').matches

@@ -380,6 +380,43 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     await page.close()
   })
 
+  it('keeps every metadata and position label above its own value at any width, light and dark', async () => {
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    await page.goto(`${base}/?vault=${fullVault.id}&wallet=${WALLET}`)
+    await page.waitForSelector('body[data-ready="true"]')
+    await page.waitForSelector('#position dd')
+    /** Per label of a list: its value's text, and whether that value sits right under it (same left edge, below it). */
+    const pairs = (id: string) =>
+      page.evaluate((listId) => {
+        return [...document.getElementById(listId)!.querySelectorAll('dt')].map((dt) => {
+          const dd = dt.nextElementSibling
+          if (dd?.tagName !== 'DD') return { label: dt.textContent, value: null, under: false }
+          const [a, b] = [dt.getBoundingClientRect(), dd.getBoundingClientRect()]
+          return { label: dt.textContent, value: dd.textContent, under: b.top >= a.bottom - 0.5 && Math.abs(b.left - a.left) < 0.5 }
+        })
+      }, id)
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      for (const width of [1024, 1280, 1440, 1600, 390]) {
+        await page.setViewportSize({ width, height: 1000 })
+        await expect.poll(() => page.evaluate(() => innerWidth)).toBe(width)
+        const meta = await pairs('vault-meta')
+        const position = await pairs('position')
+        const at = `${width} px, ${colorScheme}`
+        expect(meta.filter((p) => !p.under), at).toEqual([])
+        expect(position.filter((p) => !p.under), at).toEqual([])
+        expect(meta.find((p) => p.label === 'TVL')?.value, at).toBe('1,250,000.5 USDC')
+        expect(meta.find((p) => p.label === 'Share price')?.value, at).toMatch(/ USDC$/)
+        expect(position.find((p) => p.label === 'Shares')?.value, at).toBe('1,190')
+        expect(position.find((p) => p.label === 'Deposited')?.value, at).toBe('1,500')
+      }
+    }
+    await page.emulateMedia({ colorScheme: 'light' })
+    expect(pageErrors).toEqual([])
+    await page.close()
+  })
+
   it('renders the API reference from /openapi.json', async () => {
     const page = await context.newPage()
     page.on('pageerror', (e) => pageErrors.push(e.message))
