@@ -3,7 +3,7 @@
 #   docker build -t vaultgate .
 #   docker run -p 4000:4000 -v vaultgate-data:/data vaultgate              # embedded database, demo data
 #   docker run -p 4000:4000 -e DATABASE_URL=postgresql://… vaultgate       # PostgreSQL
-# compose.yaml runs it with PostgreSQL, Redis and two replicas (README "Deploy"). The image's
+# compose.yaml runs it with PostgreSQL, Redis and two replicas (docs/operations.md "Deploy"). The image's
 # command is the one scripts/smoke-package.sh runs on the packed package (test/deploy.unit.test.ts).
 
 # Base images are pinned by digest (node:24-slim, multi-arch index): a rebuild gets the same bytes.
