@@ -3,12 +3,35 @@
 // time, deploys the test asset (tUSD, 6 decimals), an ERC-4626 vault and an ERC-7540 vault (the
 // tests' contracts, test/sources/contracts), makes deposits, a withdraw and a redeem request from
 // several accounts, writes a sources file and prints how to start a gateway that follows it. Then
-// it keeps the chain busy (a block every 2 s, an action every 10 s) until Ctrl-C.
+// it keeps the chain busy (a block every 2 s, an action every 10 s: scripts/chain-demo-activity.ts)
+// until Ctrl-C.
+//
+// Options: --anvil-port N (or ANVIL_PORT; default: a free port) and --port N, the gateway's port
+// the printed commands use (or PORT, from the environment or ./.env as `npm start` reads it;
+// default 4000).
+import { existsSync } from 'node:fs'
 import { mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { parseArgs } from 'node:util'
 import type { Address } from 'viem'
+import { loadConfig } from '../src/config.js'
 import { anvilSkipReason, CHAIN_ID, startAnvil, TestChain } from '../test/support/anvil.js'
+import { DemoActivity } from './chain-demo-activity.js'
+
+const portOf = (value: string | undefined, name: string, fallback: number): number => {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    process.stderr.write(`chain:demo: ${name} must be an integer from 0 to 65535, not ${JSON.stringify(value)}\n`)
+    process.exit(2)
+  }
+  return n
+}
+if (existsSync('.env')) process.loadEnvFile('.env')
+const { values: options } = parseArgs({ options: { 'anvil-port': { type: 'string' }, port: { type: 'string' } } })
+const anvilPort = portOf(options['anvil-port'] ?? process.env.ANVIL_PORT, '--anvil-port', 0)
+const gatewayPort = portOf(options.port ?? process.env.PORT, '--port', loadConfig({}).port)
 
 const reason = anvilSkipReason({ ci: '' })
 if (reason) {
@@ -16,7 +39,7 @@ if (reason) {
   process.exit(1)
 }
 
-const anvil = await startAnvil(20_000, { realTime: true })
+const anvil = await startAnvil(20_000, { realTime: true, port: anvilPort })
 const chain = new TestChain(anvil.url, anvil.accounts)
 const [, alice, bob, carol, dave] = anvil.accounts as [Address, Address, Address, Address, Address]
 const usd = (x: number) => BigInt(Math.round(x * 1e6))
@@ -73,7 +96,7 @@ await writeFile(
   )}\n`,
 )
 
-const api = 'http://127.0.0.1:4000'
+const api = `http://127.0.0.1:${gatewayPort}`
 const out = (line = '') => process.stdout.write(`${line}\n`)
 out('A local chain to follow is running:')
 out(`  anvil           ${anvil.url} (chain id ${CHAIN_ID})`)
@@ -84,7 +107,7 @@ out(`  sources file    ${file}`)
 out()
 out('Check it, then start a gateway that follows it (in another terminal, in this folder):')
 out(`  npx vaultgate sources check ${file}`)
-out(`  VAULT_SOURCES_FILE=${file} DATA_DIR=${path.join(dir, 'data')} SEED_DEMO=false npm start`)
+out(`  VAULT_SOURCES_FILE=${file} DATA_DIR=${path.join(dir, 'data')} SEED_DEMO=false PORT=${gatewayPort} npm start`)
 out()
 out('Then:')
 out(`  curl -s ${api}/v1/vaults/demo-usd`)
@@ -94,34 +117,26 @@ out(`  curl -s ${api}/metrics | grep vaultgate_source_`)
 out()
 out('A block every 2 s; every 10 s someone deposits, withdraws, donates or has a redeem fulfilled and claimed. Ctrl-C stops the chain.')
 
-// Round-robin activity, so the follower has something to record.
-const actions: [string, () => Promise<unknown>][] = [
-  [
-    'bob deposits 250 tUSD into demo-usd',
-    async () => {
-      await chain.fund(bob, vault, usd(250))
-      await chain.deposit(bob, vault, usd(250))
-    },
-  ],
-  ['a donation of 42 tUSD to demo-usd (yield without an event)', () => chain.donate(vault, usd(42))],
-  ["dave's redeem of 500 shares is fulfilled", () => chain.fulfill(dave, shares(500))],
-  ['dave claims it', () => chain.claim(dave, shares(500))],
-  ['alice withdraws 100 tUSD from demo-usd', () => chain.withdraw(alice, vault, usd(100))],
-  ['carol requests a redeem of 200 shares', () => chain.requestRedeem(carol, shares(200))],
-]
-let next = 0
+// Round after round of activity, so the follower has something to record.
+const activity = new DemoActivity(chain, { alice, bob, carol, dave, vault }, [{ controller: dave, shares: shares(500) }])
 const blocks = setInterval(() => void chain.test.mine({ blocks: 1 }).catch(() => {}), 2000)
-const activity = setInterval(() => {
-  const [what, run] = actions[next++ % actions.length]!
-  run().then(
-    () => out(`  ${new Date().toISOString()}  ${what}`),
-    (e: Error) => out(`  ${what}: failed (${e.message.split('\n')[0]})`),
-  )
+let busy = false
+const acting = setInterval(() => {
+  // One step at a time: a slow step (a busy machine) must not let the next read stale requests.
+  if (busy) return
+  busy = true
+  const { what, run } = activity.next()
+  run()
+    .then(
+      () => out(`  ${new Date().toISOString()}  ${what}`),
+      (e: Error) => out(`  ${what}: failed (${e.message.split('\n')[0]})`),
+    )
+    .finally(() => (busy = false))
 }, 10_000)
 
 const stop = async () => {
   clearInterval(blocks)
-  clearInterval(activity)
+  clearInterval(acting)
   await anvil.stop()
   process.exit(0)
 }

@@ -74,11 +74,11 @@ export interface Anvil {
  * Starts anvil on a free port (anvil picks it: `--port 0`) with a fixed genesis time, and resolves
  * once it answers JSON-RPC. Block times are deterministic: `anvil_setBlockTimestampInterval` makes
  * every block BLOCK_TIME seconds after the previous one. With `realTime` (scripts/chain-demo.ts),
- * blocks carry the wall clock's time instead.
+ * blocks carry the wall clock's time instead; `port` is the demo's `--anvil-port`.
  */
-export async function startAnvil(timeoutMs = 20_000, { realTime = false }: { realTime?: boolean } = {}): Promise<Anvil> {
+export async function startAnvil(timeoutMs = 20_000, { realTime = false, port: wanted = 0 }: { realTime?: boolean; port?: number } = {}): Promise<Anvil> {
   const timing = realTime ? [] : ['--timestamp', String(GENESIS_TIME)]
-  const child = spawn(ANVIL_BIN, ['--host', '127.0.0.1', '--port', '0', ...timing, '--chain-id', String(CHAIN_ID), '--accounts', '6'], {
+  const child = spawn(ANVIL_BIN, ['--host', '127.0.0.1', '--port', String(wanted), ...timing, '--chain-id', String(CHAIN_ID), '--accounts', '6'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
