@@ -236,7 +236,7 @@ async function migrateCommand(options: { dryRun?: boolean; status?: boolean }): 
 }
 
 const IMPORT_HELP = `
-The document (every section optional; README "Loading data"):
+The document (every section optional; docs/operations.md "Loading data"):
   {"vaults": […], "compositions": […], "vault_snapshots": […], "transactions": […]}
   vaults           vault records (id, name, chain, symbol, status, tvl, share_price, …)
   compositions     allocation snapshots {"vault_id","as_of","positions":[…]}
@@ -277,9 +277,7 @@ async function importCommand(file: string): Promise<void> {
     progress.end()
   }
   const c = counts as ImportCounts
-  out(
-    `Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.vault_snapshots} vault snapshot(s), ${c.transactions} transaction(s).`,
-  )
+  out(`Imported ${c.vaults} vault(s), ${c.compositions} composition snapshot(s), ${c.vault_snapshots} vault snapshot(s), ${c.transactions} transaction(s).`)
 }
 
 interface AllowlistEntryJson {
@@ -439,12 +437,7 @@ export function createProgram(): Command {
     .command('list')
     .description('List the wallets with when they were added and their notes.')
     .action(() => allowlistCommand('list'))
-  program
-    .command('import')
-    .description(commands.import.summary)
-    .argument('<file>', 'the JSON document')
-    .addHelpText('after', IMPORT_HELP)
-    .action(importCommand)
+  program.command('import').description(commands.import.summary).argument('<file>', 'the JSON document').addHelpText('after', IMPORT_HELP).action(importCommand)
   const webhooks = program
     .command('webhooks')
     .description(commands.webhooks.summary)

@@ -42,9 +42,7 @@ describe('the vaultgate command line', () => {
     expect(load.code).toBe(0)
     expect(load.stdout).toContain('Load a JSON document of vaults, compositions, vault_snapshots and transactions')
     expect(load.stdout).toContain('\n  {"vaults": […], "compositions": […], "vault_snapshots": […], "transactions": […]}\n')
-    expect(load.stdout).toContain(
-      '\n  vault_snapshots  share price and TVL history {"vault_id","as_of","share_price","tvl","base_asset_price_usd"}\n',
-    )
+    expect(load.stdout).toContain('\n  vault_snapshots  share price and TVL history {"vault_id","as_of","share_price","tvl","base_asset_price_usd"}\n')
   })
 
   it('refuses unknown commands and options with a suggestion and exit code 2, touching nothing', async () => {

@@ -767,4 +767,3 @@ export interface DemoHints {
   vaultIds: string[]
   wallets: { address: string; vaultId: string; note: string }[]
 }
-

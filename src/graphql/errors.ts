@@ -50,7 +50,11 @@ export const useValidationErrorCodes = (suggestions: boolean): Plugin => ({
       if (valid) return
       setResult(
         result.map((e) =>
-          rebuildError(e, withoutLongEchoes(suggestions ? e.message : withoutSuggestions(e.message)), { ...e.extensions, code: 'bad_request', http: { status: 400, spec: true } }),
+          rebuildError(e, withoutLongEchoes(suggestions ? e.message : withoutSuggestions(e.message)), {
+            ...e.extensions,
+            code: 'bad_request',
+            http: { status: 400, spec: true },
+          }),
         ),
       )
     },

@@ -78,8 +78,7 @@ const noIntrospection = (context: ValidationContext): ASTVisitor => ({
 })
 
 /** The answer to a WebSocket upgrade on /graphql (subscriptions are served over SSE only). */
-export const WEBSOCKET_REFUSAL =
-  'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).'
+export const WEBSOCKET_REFUSAL = 'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).'
 
 /**
  * Yoga's CSRF prevention: a request without a preflight-forcing Content-Type (a GET, a form post,

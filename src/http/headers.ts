@@ -138,7 +138,10 @@ export function dataAsOfHeaders(dataAsOf: string | null | undefined, status: num
 export function withVary(vary: string | null | undefined, add: string): string {
   if (!vary) return add
   const listed = new Set(vary.split(',').map((n) => n.trim().toLowerCase()))
-  const missing = add.split(',').map((n) => n.trim()).filter((n) => n && !listed.has(n.toLowerCase()))
+  const missing = add
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n && !listed.has(n.toLowerCase()))
   return missing.length === 0 ? vary : `${vary}, ${missing.join(', ')}`
 }
 

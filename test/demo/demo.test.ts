@@ -180,7 +180,9 @@ describe(`demo seeding (${testBackend})`, () => {
       expected.transactions.some((t) => t.address === pending!.address && t.vault_id === pending!.vaultId && t.type === 'redeem' && t.status === 'pending'),
     ).toBe(true)
     for (const p of positions) {
-      expect(expected.transactions.some((t) => t.address === p.address && t.vault_id === p.vaultId && t.type === 'deposit' && t.status === 'completed')).toBe(true)
+      expect(expected.transactions.some((t) => t.address === p.address && t.vault_id === p.vaultId && t.type === 'deposit' && t.status === 'completed')).toBe(
+        true,
+      )
     }
     expect(await db.prisma.allocation.count()).toBe(expected.compositions.reduce((n, c) => n + c.positions.length, 0))
     const sample = expected.transactions[1234]!

@@ -226,7 +226,11 @@ describe(`GraphQL field suggestions in development (${testBackend})`, () => {
       status: 400,
       body: {
         errors: [
-          { message: 'Cannot query field "nam" on type "Vault". Did you mean "name"?', locations: [{ line: 1, column: 21 }], extensions: { code: 'bad_request' } },
+          {
+            message: 'Cannot query field "nam" on type "Vault". Did you mean "name"?',
+            locations: [{ line: 1, column: 21 }],
+            extensions: { code: 'bad_request' },
+          },
         ],
       },
     })

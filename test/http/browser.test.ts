@@ -404,8 +404,14 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
         const meta = await pairs('vault-meta')
         const position = await pairs('position')
         const at = `${width} px, ${colorScheme}`
-        expect(meta.filter((p) => !p.under), at).toEqual([])
-        expect(position.filter((p) => !p.under), at).toEqual([])
+        expect(
+          meta.filter((p) => !p.under),
+          at,
+        ).toEqual([])
+        expect(
+          position.filter((p) => !p.under),
+          at,
+        ).toEqual([])
         expect(meta.find((p) => p.label === 'TVL')?.value, at).toBe('1,250,000.5 USDC')
         expect(meta.find((p) => p.label === 'Share price')?.value, at).toMatch(/ USDC$/)
         expect(position.find((p) => p.label === 'Shares')?.value, at).toBe('1,190')

@@ -138,7 +138,12 @@ describe(`CORS (${testBackend})`, () => {
         vary: 'Origin, Access-Control-Request-Headers',
       })
       const read = await t.request('/v1/vaults/v1', { headers: { origin: 'https://other.example' } })
-      expect(read.headers.get('vary')?.split(',').filter((n) => n.trim() === 'Origin')).toHaveLength(1)
+      expect(
+        read.headers
+          .get('vary')
+          ?.split(',')
+          .filter((n) => n.trim() === 'Origin'),
+      ).toHaveLength(1)
     })
   })
 })

@@ -17,8 +17,12 @@ export async function builtPackage(): Promise<{ root: string; remove(): Promise<
   await copyFile(path.join(packageRoot, 'package.json'), path.join(root, 'package.json'))
   for (const shared of ['prisma', 'public', 'schema.graphql']) await symlink(path.join(packageRoot, shared), path.join(root, shared))
   const tsc = path.join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc')
-  await promisify(execFile)(process.execPath, [tsc, '-p', path.join(packageRoot, 'tsconfig.build.json'), '--outDir', path.join(root, 'dist'), '--sourceMap', 'false', '--declaration', 'false'], {
-    cwd: packageRoot,
-  })
+  await promisify(execFile)(
+    process.execPath,
+    [tsc, '-p', path.join(packageRoot, 'tsconfig.build.json'), '--outDir', path.join(root, 'dist'), '--sourceMap', 'false', '--declaration', 'false'],
+    {
+      cwd: packageRoot,
+    },
+  )
   return { root, remove: () => rm(root, { recursive: true, force: true }) }
 }
