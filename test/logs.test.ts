@@ -57,7 +57,8 @@ describe('the production banner', () => {
     const storage: Record<string, string> = testBackend === 'postgres' ? { DATABASE_URL: (await emptyPostgres()).url } : { DATA_DIR: await embeddedDataDir() }
     const gw = await startGatewayProcess({ ...storage, SEED_DEMO: 'false', NODE_ENV: 'production' })
     try {
-      expect(gw.stderr()).toContain(`\nvaultgate is ready: ${gw.url}/graphql, REST under ${gw.url}/v1\n`)
+      // The banner follows the ready log line (stdout), which is what startGatewayProcess waits for.
+      await expect.poll(() => gw.stderr()).toContain(`\nvaultgate is ready: ${gw.url}/graphql, REST under ${gw.url}/v1\n`)
       expect(gw.stderr()).not.toContain('GraphiQL')
       expect((await fetch(`${gw.url}/graphql`, { headers: { accept: 'text/html' } })).headers.get('content-type')).not.toMatch(/^text\/html/)
     } finally {
