@@ -174,7 +174,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // a receiver that is down is tried ever more rarely, not once per new event. It ends by this
     // delivery's window end, so the last attempt retry.ts promises is still made then.
     const failures = claimed.endpointFailures + 1
-    const laneClosedUntil = result.ok ? null : (nextAttemptAt(now, failures, claimed.retryUntil, retry, random) ?? nextAttemptAt(now, failures, NEVER, retry, random))
+    const laneClosedUntil = result.ok
+      ? null
+      : (nextAttemptAt(now, failures, claimed.retryUntil, retry, random) ?? nextAttemptAt(now, failures, NEVER, retry, random))
     const recorded = await recordAttempt(prisma, {
       deliveryId: claimed.deliveryId,
       endpointId: claimed.endpointId,
@@ -281,7 +283,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       .then(
         () => undefined,
         (e: unknown) =>
-          log().warn({ deliveryId: claimed.deliveryId, err: (e as Error)?.message }, 'webhook attempt not recorded; its lease will run out and it will be retried'),
+          log().warn(
+            { deliveryId: claimed.deliveryId, err: (e as Error)?.message },
+            'webhook attempt not recorded; its lease will run out and it will be retried',
+          ),
       )
       .finally(() => {
         clearTimeout(timer)
