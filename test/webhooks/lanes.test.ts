@@ -131,4 +131,18 @@ describe(`webhook lanes (${testBackend})`, () => {
       { failure_streak: 0, backoff_until: null },
     ])
   })
+
+  it("an operator's replay reopens a closed lane at once", async () => {
+    const ep = await endpoint(healthy, '/replayed')
+    healthy.respond = (_req, n) => ({ status: n === 1 ? 503 : 204 })
+    const worker = workerFor(db, { retry: { baseMs: 60 * 60_000, capMs: 4 * 60 * 60_000, windowMs: 24 * 60 * 60_000, jitter: 0 } })
+    await emit(db, [txEvent('t1')])
+    const [failed] = await worker.runOnce()
+    expect(failed).toMatchObject({ status: 'pending', statusCode: 503 })
+    expect(await worker.runOnce()).toEqual([])
+
+    await serviceFor(db).replayDelivery(ep.id, failed!.deliveryId)
+    expect(await worker.runOnce()).toMatchObject([{ deliveryId: failed!.deliveryId, status: 'succeeded' }])
+    expect(healthy.requests).toHaveLength(2)
+  })
 })
