@@ -260,12 +260,9 @@ async function importCommand(file: string): Promise<void> {
       counts = await callAdmin(config, url, 'POST', '/import', text)
     } else {
       progress.update(`Parsing ${file}`)
-      let doc: unknown
-      try {
-        doc = JSON.parse(text)
-      } catch {
-        throw new BootError(`${file} is not valid JSON.`)
-      }
+      // The gateway's rules (src/importer/json.ts): not JSON, or a key given twice, is refused.
+      const { parseImportJson } = await import('./importer/json.js')
+      const doc = parseImportJson(text, `${file} is not valid JSON.`)
       const { importDocument } = await import('./importer/write.js')
       progress.update('Opening the database')
       counts = await withDatabase(config, () => {

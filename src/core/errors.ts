@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'not_whitelisted'
   | 'wallet_required'
   | 'wallet_not_connected'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'bad_request',
@@ -22,6 +24,8 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'not_whitelisted',
   'wallet_required',
   'wallet_not_connected',
+  'payload_too_large',
+  'unsupported_media_type',
 ]
 const KNOWN_CODES = new Set<string>(ERROR_CODES)
 
@@ -53,6 +57,10 @@ export const defaultStatus: Readonly<Record<ErrorCode, number>> = {
   not_whitelisted: 403,
   wallet_required: 403,
   wallet_not_connected: 403,
+  // The import's body rules (src/http/import-body.ts): larger than its limit, read or inflated;
+  // not JSON, or in an encoding other than gzip.
+  payload_too_large: 413,
+  unsupported_media_type: 415,
 }
 
 /**

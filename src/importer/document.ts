@@ -56,6 +56,12 @@ const text =
     return ok(v)
   }
 
+/**
+ * A transaction id as ids are compared: ASCII case folded (ids are ASCII, ID_PATTERN), the same as
+ * `lower(id COLLATE "C")` in SQL (the transactions_id_folded_idx index, src/importer/write.ts).
+ */
+export const foldId = (id: string): string => id.toLowerCase()
+
 // Ids appear in URL paths, so keep them to characters that need no escaping.
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
 const id: Check<string> = (v) => {
@@ -310,11 +316,21 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
     )
   })
   flagDuplicateSnapshots(issues, 'vault_snapshots', doc.vault_snapshots)
+  // Transaction ids are compared without regard to case (foldId): "T1" and "t1" are one transaction.
   flagDuplicates(
     issues,
     doc.transactions,
-    (t) => t.id,
-    (t, i, first) => ({ path: ['transactions', i, 'id'], message: `duplicate id "${t.id}" (first at transactions[${first}])` }),
+    (t) => foldId(t.id),
+    (t, i, first) => {
+      const earlier = doc.transactions[first]!.id
+      return {
+        path: ['transactions', i, 'id'],
+        message:
+          earlier === t.id
+            ? `duplicate id "${t.id}" (first at transactions[${first}])`
+            : `duplicate id "${t.id}": differs only in case from transactions[${first}].id "${earlier}" (transaction ids are compared without regard to case)`,
+      }
+    },
   )
   doc.transactions.forEach((t, i) => {
     if (t.completed_at === null && t.status === 'completed')

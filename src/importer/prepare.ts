@@ -1,4 +1,4 @@
-import { badRequest } from '../core/errors.js'
+import { parseImportJson } from './json.js'
 import { MAX_REPORTED, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
 
 // An import as the writer (src/importer/write.ts) consumes it: a summary (the vault records, the
@@ -103,11 +103,5 @@ export function sourceOf(doc: ImportDocument): ImportSource {
 
 /** The bytes of a JSON document, parsed and validated (`bad_request` when it is not JSON or not valid). */
 export function parseAndValidate(bytes: Uint8Array, notJson = 'The import document is not valid JSON.'): ImportDocument {
-  let doc: unknown
-  try {
-    doc = JSON.parse(new TextDecoder('utf-8', { fatal: false }).decode(bytes))
-  } catch {
-    throw badRequest(notJson)
-  }
-  return validateImportDocument(doc)
+  return validateImportDocument(parseImportJson(new TextDecoder('utf-8', { fatal: false }).decode(bytes), notJson))
 }

@@ -3,7 +3,7 @@ import { prisma, type Db } from '../db/client.js'
 import type { Prisma } from '../generated/prisma/client.js'
 import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
 import { announceDataChange } from './changes.js'
-import { importShapes, reject, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
+import { importShapes, MAX_REPORTED, reject, validateImportDocument, type ImportDocument, type ImportVault } from './document.js'
 import { sourceOf, type ChunkedSection, type ImportSource, type ImportSummary } from './prepare.js'
 
 // Writing a validated import document (docs/spec/decisions.md §7) in one transaction with set-based SQL:
@@ -227,6 +227,29 @@ async function checkVaultReferences(tx: Tx, { outsideRefs }: ImportSummary): Pro
   )
 }
 
+// The stored transactions whose id equals one of the chunk's but for case (foldId in document.ts).
+// PostgreSQL (and PGlite, the same engine) compares text ids byte for byte, so without this check
+// "T1" after a stored "t1" would become a second row; the expression index keeps it one lookup per id.
+const FOLDED_ID_CLASHES = `
+SELECT (x.n - 1)::int AS i, x.v->>'id' AS given, t.id AS stored, count(*) OVER ()::int AS total
+FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(v, n)
+JOIN transactions t ON lower(t.id COLLATE "C") = lower((x.v->>'id') COLLATE "C") AND t.id <> x.v->>'id'
+ORDER BY x.n
+LIMIT ${MAX_REPORTED}`
+
+/** Refuses transaction ids of a chunk (its first row at `offset`) that differ only in case from stored ones. */
+async function checkFoldedIds(tx: Tx, json: string, offset: number): Promise<void> {
+  const clashes = await tx.$queryRawUnsafe<{ i: number; given: string; stored: string; total: number }[]>(FOLDED_ID_CLASHES, json)
+  if (clashes.length === 0) return
+  reject(
+    clashes.map((c) => ({
+      path: ['transactions', offset + c.i, 'id'],
+      message: `"${c.given}" differs only in case from the stored transaction "${c.stored}" (transaction ids are compared without regard to case)`,
+    })),
+    clashes[0]!.total,
+  )
+}
+
 const CHUNKED_SECTIONS_IN_REPORT_ORDER: readonly ChunkedSection[] = ['compositions', 'vault_snapshots', 'transactions']
 
 export interface ImportOptions {
@@ -327,6 +350,7 @@ async function writeSource(
   }
   let written = 0
   for await (const { json, rows } of source.chunks('transactions', size(TRANSACTION_CHUNK))) {
+    await checkFoldedIds(tx, json, written)
     counts.transactions += capture?.transactions ? await countOf(tx, TRANSACTION_UPSERT_CAPTURING, json) : await tx.$executeRawUnsafe(TRANSACTION_UPSERT, json)
     written += rows
     onProgress({ kind: 'transactions', done: written, total: summary.totals.transactions })

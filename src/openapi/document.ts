@@ -158,6 +158,8 @@ export const ERROR_EXAMPLES: Readonly<Record<ErrorCode, string>> = {
   not_whitelisted: 'This wallet is not on the allowlist.',
   wallet_required: 'The session token holds no EVM wallet.',
   wallet_not_connected: 'X-Service-Wallet names a wallet that the session token does not hold.',
+  payload_too_large: 'The import document is larger than 256 MiB.',
+  unsupported_media_type: 'The import document must be sent as JSON: Content-Type: application/json.',
 }
 
 /** The demo data's answers (src/openapi/examples.json, written by scripts/openapi-examples.ts), by `METHOD /path`. */

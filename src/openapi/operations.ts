@@ -226,10 +226,11 @@ export const httpOperations: OperationDoc[] = [
     path: '/admin/import',
     operationId: 'adminImport',
     summary: 'Load vaults, compositions and transactions',
-    description: 'Bulk load in one transaction (also `vaultgate import FILE`). An invalid document is rejected whole; the message names the offending paths.',
+    description:
+      'Bulk load in one transaction (also `vaultgate import FILE`). An invalid document is rejected whole; the message names the offending paths (a key given twice in an object, too). The body is JSON (`Content-Type: application/json`), as is or with `Content-Encoding: gzip`, at most 256 MiB before and after inflating.',
     tags: ['Admin'],
     security: ['adminToken'],
-    errors: ['bad_request', ...adminErrors],
+    errors: ['bad_request', 'payload_too_large', 'unsupported_media_type', ...adminErrors],
     body: { schema: ImportDocument, required: true },
     responses: { 200: { description: 'Rows written.', schema: component('ImportResult', envelope(ImportCounts)) } },
   },

@@ -169,6 +169,8 @@ export interface ClaimRow {
   retry_from_attempt: number
   retry_until: Date
   lease_token: string
+  /** The endpoint's failed attempts in a row before this one. */
+  failure_streak: number
   url: string
   secret: string
   type: WebhookEventType
@@ -190,8 +192,9 @@ WHERE e.id IN (
   ) due
   WHERE c.disabled_at IS NULL
     AND (c.lease_expires_at IS NULL OR c.lease_expires_at <= $1::timestamptz)
+    AND (c.backoff_until IS NULL OR c.backoff_until <= $1::timestamptz)
     AND due.next_attempt_at <= $1::timestamptz
-  ORDER BY due.next_attempt_at
+  ORDER BY GREATEST(due.next_attempt_at, c.backoff_until)
   LIMIT $3::int
   FOR UPDATE OF c SKIP LOCKED
 )
@@ -224,7 +227,7 @@ WITH leased AS (
   RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.retry_from_attempt, d.retry_until, d.lease_token
 )
 SELECT c.id::text AS delivery_id, c.endpoint_id::text AS endpoint_id, c.event_id::text AS event_id, c.attempts,
-       c.retry_from_attempt, c.retry_until, c.lease_token::text AS lease_token, e.url, e.secret,
+       c.retry_from_attempt, c.retry_until, c.lease_token::text AS lease_token, e.failure_streak, e.url, e.secret,
        ev.type, ev.payload, ev.created_at
 FROM claimed c
 JOIN webhook_endpoints e ON e.id = c.endpoint_id
@@ -278,7 +281,10 @@ WITH d AS (
   INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
   SELECT d.id, d.attempts, $8::timestamptz, $9::int, $5::int, $6::text, $10::text FROM d
 ), release AS (
-  UPDATE webhook_endpoints SET lease_token = NULL, lease_expires_at = NULL
+  UPDATE webhook_endpoints
+  SET lease_token = NULL, lease_expires_at = NULL,
+      failure_streak = CASE WHEN $3::text = 'succeeded' THEN 0 ELSE failure_streak + 1 END,
+      backoff_until = $12::timestamptz
   WHERE id = $11::uuid AND lease_token = $2::uuid
 )
 SELECT count(*)::int AS recorded FROM d`
@@ -289,6 +295,8 @@ export interface AttemptRecord {
   leaseToken: string
   status: 'succeeded' | 'pending' | 'dead'
   nextAttemptAt: Date | null
+  /** The endpoint's lane stays closed until then (null after a success). */
+  endpointBackoffUntil: Date | null
   statusCode: number | null
   error: string | null
   responseBody: string | null
@@ -316,6 +324,7 @@ export async function recordAttempt(prisma: SqlClient, r: AttemptRecord): Promis
     r.durationMs,
     r.responseBody,
     r.endpointId,
+    r.endpointBackoffUntil?.toISOString() ?? null,
   )
   return (row?.recorded ?? 0) > 0
 }
@@ -501,6 +510,7 @@ export function replayDeliveryRow(prisma: TxClient, endpointId: string, delivery
         now.toISOString(),
         until.toISOString(),
       )
+      await reopenLanes(tx, [endpointId])
       await notifyWorkers(tx)
     }
     const [row] = await tx.$queryRawUnsafe<DeliveryRow[]>(`${DELIVERY_SELECT} WHERE d.id = $1::uuid`, deliveryId)
@@ -523,7 +533,7 @@ export function replayEventRows(
   return prisma.$transaction(async (tx) => {
     const [event] = await tx.$queryRawUnsafe<{ type: string }[]>(`SELECT type FROM webhook_events WHERE id = $1::uuid`, eventId)
     if (!event) return undefined
-    const [counts] = await tx.$queryRawUnsafe<{ deliveries: number; matched: number }[]>(
+    const [counts] = await tx.$queryRawUnsafe<{ deliveries: number; matched: number; endpoints: string[] }[]>(
       `WITH targets AS (
          SELECT e.id FROM webhook_endpoints e JOIN webhook_events ev ON ev.id = $1::uuid
          WHERE e.disabled_at IS NULL AND ev.type = ANY (e.event_types)
@@ -536,15 +546,31 @@ export function replayEventRows(
            SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, retry_until = EXCLUDED.retry_until,
                retry_from_attempt = webhook_deliveries.attempts, dead_at = NULL, updated_at = EXCLUDED.updated_at
            WHERE webhook_deliveries.status <> 'delivering'
-         RETURNING 1
+         RETURNING endpoint_id
        )
-       SELECT (SELECT count(*) FROM upserted)::int AS deliveries, (SELECT count(*) FROM targets)::int AS matched`,
+       SELECT (SELECT count(*) FROM upserted)::int AS deliveries, (SELECT count(*) FROM targets)::int AS matched,
+              ARRAY(SELECT endpoint_id::text FROM upserted) AS endpoints`,
       eventId,
       endpointId,
       now.toISOString(),
       until.toISOString(),
     )
-    if (counts!.deliveries > 0) await notifyWorkers(tx)
-    return { type: event.type, ...counts! }
+    if (counts!.deliveries > 0) {
+      await reopenLanes(tx, counts!.endpoints)
+      await notifyWorkers(tx)
+    }
+    return { type: event.type, deliveries: counts!.deliveries, matched: counts!.matched }
   })
+}
+
+/**
+ * An operator's replay means "try now": it lifts the endpoints' backoff (their failure streak
+ * stays, so a failure right away closes the lane for as long as it would have anyway).
+ */
+async function reopenLanes(tx: SqlClient, endpointIds: readonly string[]): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `UPDATE webhook_endpoints SET backoff_until = NULL
+     WHERE backoff_until IS NOT NULL AND id IN (SELECT value::uuid FROM json_array_elements_text($1::json))`,
+    JSON.stringify(endpointIds),
+  )
 }

@@ -21,6 +21,16 @@ import type { WakeupSource } from './wakeups.js'
 // so the claim transaction is short: claim and commit, send with no transaction open, then record
 // the result in one statement that only counts while the lease token is still ours.
 //
+// Lanes: each endpoint is a lane of its own, so a slow or failing receiver costs the others
+// nothing. (1) One delivery in flight per endpoint (the lease above): a receiver that hangs holds
+// one request, never more. (2) Slots, not rounds: each of the `concurrency` slots claims its next
+// delivery as soon as its own attempt ends, never waiting for the other slots' attempts. (3) An
+// attempt with no answer after `slowAfterMs` gives its slot back and finishes in the background
+// (up to `slowLimit` such attempts, each still one endpoint's one lease), so hanging receivers
+// cannot fill the slots that answering ones need. (4) A failed attempt closes the endpoint's lane
+// (`webhook_endpoints.backoff_until`, from its failures in a row, retry.ts): none of its
+// deliveries — new ones included — is attempted before then; a success reopens it.
+//
 // Killed mid-delivery: the endpoint's lease and its `delivering` row run out together; the next
 // claim after that takes the endpoint again, logs the lost attempt as abandoned and retries it.
 // Delivery is therefore at least once; receivers deduplicate on `webhook-id`.
@@ -35,8 +45,12 @@ export interface WebhookWorkerOptions {
   timeoutMs?: number
   /** How long a claim holds an endpoint (60 s); at least timeoutMs + 5 s. */
   leaseMs?: number
-  /** Endpoints served at once by this instance (4). */
+  /** Attempts waiting on an answering receiver at once, in this instance (4). */
   concurrency?: number
+  /** An attempt with no answer after this long frees its slot and finishes in the background (2 s). */
+  slowAfterMs?: number
+  /** The most attempts finishing in the background at once (16 × concurrency); past it they keep their slots. */
+  slowLimit?: number
   /** The longest sleep without a wake-up (2 s). */
   idlePollMs?: number
   wakeups?: WakeupSource
@@ -56,6 +70,8 @@ export interface ClaimedDelivery {
   retryFromAttempt: number
   retryUntil: Date
   leaseToken: string
+  /** The endpoint's failed attempts in a row before this one. */
+  endpointFailures: number
   url: string
   sealedSecret: string
   type: WebhookEventType
@@ -73,6 +89,8 @@ export interface DeliveryOutcome {
   statusCode: number | null
   error: string | null
   nextAttemptAt: Date | null
+  /** The endpoint's lane is closed until then (null after a success). */
+  endpointBackoffUntil: Date | null
   /** False when the lease had run out (another instance owned the delivery by then) or the endpoint was deleted. */
   recorded: boolean
 }
@@ -82,16 +100,19 @@ export interface WebhookWorker {
   claim(limit?: number): Promise<ClaimedDelivery[]>
   /** Sends one claimed delivery and records the outcome. */
   deliver(claimed: ClaimedDelivery): Promise<DeliveryOutcome>
-  /** One round: claim, send them all in parallel, record. */
+  /** One round: claim, send them all in parallel, record (tests and tools; start() runs slots instead). */
   runOnce(): Promise<DeliveryOutcome[]>
   start(): void
-  /** Stops claiming and waits for the deliveries in flight. */
+  /** Stops claiming and waits for the deliveries in flight (those in the background included). */
   stop(): Promise<void>
 }
 
 const ABANDONED = 'abandoned: no result within the lease (the delivering instance stopped or lost its database)'
 
 const PRUNE_EVERY_MS = 60 * 60_000
+
+// The lane's wait has no window of its own: each delivery's window (retry_until) decides when it is dead.
+const NEVER = new Date(8.64e15)
 
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { prisma, secrets, policy } = options
@@ -100,6 +121,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const timeoutMs = options.timeoutMs ?? 10_000
   const leaseMs = options.leaseMs ?? 60_000
   const concurrency = options.concurrency ?? 4
+  const slowAfterMs = options.slowAfterMs ?? 2_000
+  const slowLimit = options.slowLimit ?? 16 * concurrency
   const idlePollMs = options.idlePollMs ?? 2_000
   const retentionMs = options.retentionMs ?? 30 * 24 * 60 * 60_000
   const random = options.random ?? Math.random
@@ -118,6 +141,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       retryFromAttempt: r.retry_from_attempt,
       retryUntil: new Date(r.retry_until),
       leaseToken: r.lease_token,
+      endpointFailures: r.failure_streak,
       url: r.url,
       sealedSecret: r.secret,
       type: r.type,
@@ -146,12 +170,20 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const now = clock()
     const next = result.ok ? null : nextAttemptAt(now, claimed.attempt - claimed.retryFromAttempt, claimed.retryUntil, retry, random)
     const status = result.ok ? 'succeeded' : next ? 'pending' : 'dead'
+    // The lane's wait grows with the endpoint's failures in a row, whichever deliveries failed:
+    // a receiver that is down is tried ever more rarely, not once per new event. It ends by this
+    // delivery's window end, so the last attempt retry.ts promises is still made then.
+    const failures = claimed.endpointFailures + 1
+    const laneClosedUntil = result.ok
+      ? null
+      : (nextAttemptAt(now, failures, claimed.retryUntil, retry, random) ?? nextAttemptAt(now, failures, NEVER, retry, random))
     const recorded = await recordAttempt(prisma, {
       deliveryId: claimed.deliveryId,
       endpointId: claimed.endpointId,
       leaseToken: claimed.leaseToken,
       status,
       nextAttemptAt: next,
+      endpointBackoffUntil: laneClosedUntil,
       statusCode: result.statusCode,
       error: result.error,
       responseBody: result.responseBody,
@@ -173,6 +205,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       statusCode: result.statusCode,
       error: result.error,
       nextAttemptAt: next,
+      endpointBackoffUntil: laneClosedUntil,
       recorded,
     }
   }
@@ -225,23 +258,78 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     if (removed > 0) log().info({ removed }, 'webhook events past retention deleted')
   }
 
+  // Every attempt in flight (for stop()), how many hold a slot, how many run in the background.
+  const inFlight = new Set<Promise<void>>()
+  let slotsHeld = 0
+  let slow = 0
+
+  function launch(claimed: ClaimedDelivery) {
+    slotsHeld++
+    let holdsSlot = true
+    let inBackground = false
+    const freeSlot = () => {
+      if (!holdsSlot) return
+      holdsSlot = false
+      slotsHeld--
+      wake()
+    }
+    const timer = setTimeout(() => {
+      if (slow >= slowLimit) return
+      slow++
+      inBackground = true
+      freeSlot()
+    }, slowAfterMs)
+    const attempt: Promise<void> = deliver(claimed)
+      .then(
+        () => undefined,
+        (e: unknown) =>
+          log().warn(
+            { deliveryId: claimed.deliveryId, err: (e as Error)?.message },
+            'webhook attempt not recorded; its lease will run out and it will be retried',
+          ),
+      )
+      .finally(() => {
+        clearTimeout(timer)
+        if (inBackground) slow--
+        freeSlot()
+        inFlight.delete(attempt)
+      })
+    inFlight.add(attempt)
+  }
+
   async function loop(): Promise<void> {
     let failures = 0
     while (!stopping) {
       woken = false
+      const free = concurrency - slotsHeld
+      // All slots busy: a slot coming free wakes us (so does stop()); the poll is only a backstop.
+      if (free <= 0) {
+        await idle(idlePollMs)
+        continue
+      }
+      let claimed: ClaimedDelivery[]
       try {
-        const outcomes = await runOnce()
+        claimed = await claim(free)
         failures = 0
-        if (outcomes.length > 0) continue
-        await prune()
       } catch (e) {
         failures++
         log().warn({ err: (e as Error).message }, 'webhook worker: claim failed; retrying')
         await idle(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)))
         continue
       }
+      for (const c of claimed) launch(c)
+      // Every free slot was filled: there may be more due work for the next free slot.
+      if (claimed.length === free) continue
+      if (claimed.length === 0 && slotsHeld === 0) {
+        try {
+          await prune()
+        } catch (e) {
+          log().warn({ err: (e as Error).message }, 'webhook worker: pruning old events failed')
+        }
+      }
       await idle(idlePollMs)
     }
+    await Promise.allSettled([...inFlight])
   }
 
   let unsubscribe: (() => void) | undefined

@@ -28,7 +28,7 @@ describe(`security headers (${testBackend})`, () => {
     ['GraphQL', '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' }],
     ['GraphQL error', '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ nope }"}' }],
     ['admin 401', '/admin/import', { method: 'POST', body: '{}' }],
-    ['admin 200', '/admin/import', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: '{}' }],
+    ['admin 200', '/admin/import', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{}' }],
   ]
 
   it.each(requests)('%s: nosniff, no framing, no referrer, a CSP that allows nothing', async (_name, path, init) => {

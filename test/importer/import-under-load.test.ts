@@ -90,7 +90,11 @@ describe(`a large import through the running gateway (${testBackend})`, () => {
     const body = Buffer.from(bigDocument(ROWS))
     // Idle is measured after a small import: the route, the worker's modules and the database's
     // own memory warmed up, as on a gateway that has served a while.
-    const warmUp = await fetch(`${gw.url}/admin/import`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: bigDocument(4000) })
+    const warmUp = await fetch(`${gw.url}/admin/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: bigDocument(4000),
+    })
     expect(warmUp.status).toBe(200)
     await new Promise((r) => setTimeout(r, 2000))
     const idle = await rssOf(gw.url)

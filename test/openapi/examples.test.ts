@@ -75,7 +75,15 @@ describe('the examples /docs shows', () => {
         .map((f) => readFile(path.join(packageRoot, 'src', f), 'utf8')),
     )
     const all = sources.join('\n')
-    for (const code of ['internal', 'unavailable', 'unauthorized', 'not_whitelisted', 'wallet_required', 'wallet_not_connected'] as const) {
+    for (const code of [
+      'internal',
+      'unavailable',
+      'unauthorized',
+      'not_whitelisted',
+      'wallet_required',
+      'wallet_not_connected',
+      'unsupported_media_type',
+    ] as const) {
       expect({ code, found: all.includes(ERROR_EXAMPLES[code]) }).toEqual({ code, found: true })
     }
     expect(ERROR_EXAMPLES.rate_limited).toMatch(/^Too many requests from this address; retry in \d+ s\.$/)

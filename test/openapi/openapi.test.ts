@@ -138,6 +138,9 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: '/admin/import', init: admin(json({ vaults: [] })), status: 200 },
       { path: '/admin/import', init: admin(json({ vaults: [{ id: 'x' }] })), status: 400 },
       { path: '/admin/import', init: admin(json({}), 'wrong-token-of-enough-length'), status: 401 },
+      // A declared length past the limit is refused before the body is read.
+      { path: '/admin/import', init: admin({ ...json({}), headers: { 'content-type': 'application/json', 'content-length': String(2 ** 30) } }), status: 413 },
+      { path: '/admin/import', init: admin({ ...json({}), headers: { 'content-type': 'text/plain' } }), status: 415 },
       { app: noAdmin, path: '/admin/import', init: json({}), status: 404 },
       { path: '/v1/vaults', status: 200 },
       { path: '/v1/vaults?limit=1', status: 200 },

@@ -3,7 +3,6 @@ import { bodyLimit } from 'hono/body-limit'
 import { systemClock, type Clock } from '../../core/clock.js'
 import type { Config } from '../../config.js'
 import type { RateLimits } from '../../core/rate-limit.js'
-import { badRequest } from '../../core/errors.js'
 import { logger } from '../../core/log.js'
 import { throttledProgress } from '../../core/progress.js'
 import { parseOffThread } from '../../importer/off-thread.js'
@@ -13,6 +12,7 @@ import type { WebhookService } from '../../webhooks/service.js'
 import { allowlistRoutes } from './allowlist.js'
 import { webhookRoutes } from './webhooks.js'
 import { requireBearer } from '../middleware/bearer.js'
+import { importBytes, importMediaType, tooLarge } from '../import-body.js'
 import type { AppEnv } from '../env.js'
 
 export const IMPORT_BODY_LIMIT = 256 * 1024 * 1024
@@ -39,16 +39,18 @@ export function adminRoutes(
 
   app.post(
     '/import',
+    // JSON only, as is or gzip (415 otherwise), at most IMPORT_BODY_LIMIT before and after inflating (413).
+    importMediaType,
     bodyLimit({
       maxSize: IMPORT_BODY_LIMIT,
       onError: () => {
-        throw badRequest(`The import document is larger than ${IMPORT_BODY_LIMIT / 1024 / 1024} MiB.`)
+        throw tooLarge(IMPORT_BODY_LIMIT)
       },
     }),
     async (c) => {
       // Parsed and validated in a worker thread, written in bounded chunks with a turn of the
       // event loop between them: health checks and reads keep being answered (docs/performance.md "Imports").
-      const bytes = new Uint8Array(await c.req.arrayBuffer())
+      const bytes = await importBytes(c, IMPORT_BODY_LIMIT)
       // A small document is parsed here: a worker's start would cost more than the parse.
       const source = bytes.byteLength >= OFF_THREAD_MIN_BYTES ? await parseOffThread(bytes) : sourceOf(parseAndValidate(bytes))
       const requestId = c.get('requestId')
