@@ -21,7 +21,7 @@ import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
 import { requestStart } from './http/middleware/observability.js'
 import { limitByClientIp } from './http/middleware/rate-limit.js'
-import { cachedGraphql, ResponseCache } from './http/response-cache.js'
+import { cachedGraphql, operationData, ResponseCache } from './http/response-cache.js'
 import { adminRoutes } from './http/routes/admin.js'
 import { explorerRoutes } from './http/routes/explorer.js'
 import { internalRoutes } from './http/routes/internal.js'
@@ -140,8 +140,13 @@ export function createApp({
     sources: () => sourcesStatus(db.prisma, chainSources),
     changes: db.changes,
   })
+  // While the times cannot be read (the database is away), the gauge goes on from the last ones read.
+  let lastDataAsOf: Date | null = null
   const stopDataAge = observeDataAge(async () => {
-    const { dataAsOf } = await freshness.current()
+    const dataAsOf = await Promise.resolve(freshness.current()).then(
+      (t) => (lastDataAsOf = t.dataAsOf),
+      () => lastDataAsOf,
+    )
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
   const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
@@ -236,10 +241,11 @@ export function createApp({
     const query = c.req.query('query')
     const kind = query === undefined ? undefined : classOf(query, c.req.query('operationName'))
     if (kind?.keyManagement) c.set('keyManagement', true)
-    // A query's Data-As-Of (src/http/headers.ts); GraphiQL's page (no query) is not a read.
-    const dataTimes = c.req.method === 'GET' && kind?.read && !kind.keyManagement ? await freshness.current() : undefined
-    if (dataTimes) c.set('dataAsOf', dataTimes.dataAsOf?.toISOString() ?? null)
-    return yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), dataTimes })
+    // A query's Data-As-Of (src/http/headers.ts), once it ran; GraphiQL's page (no query) is not a read.
+    const data = c.req.method === 'GET' && kind ? await operationData(kind, freshness) : undefined
+    const response = await yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), data })
+    if (data) c.set('dataAsOf', data.header)
+    return response
   })
   app.route('/admin', adminRoutes(config, { clock, onDataChanged: dataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, verifier, limits))

@@ -1,4 +1,3 @@
-import { logger } from '../core/log.js'
 import type { ChangeFeed } from '../db/listen.js'
 import { watchDataChanges } from '../importer/changes.js'
 import type { SourceStatus } from '../sources/status.js'
@@ -21,7 +20,10 @@ export interface FreshnessStatus extends DataTimes {
 }
 
 export interface Freshness {
-  /** The times this process knows: synchronous once read (the common case), a promise while (re)reading. */
+  /**
+   * The times this process knows: synchronous once read (the common case), a promise while
+   * (re)reading, which rejects when the read fails (never a guess: an answer without its times fails).
+   */
   current(): DataTimes | Promise<DataTimes>
   /**
    * The whole status at `now`, with `times` when the caller holds them already (reads the sources'
@@ -64,25 +66,19 @@ export function createFreshness({
   const load = (): Promise<DataTimes> => {
     if (loading) return loading
     const started = generation
-    const reading = readDataTimes(db).then(
-      (times) => {
-        value = times
-        readAt = monotonic()
-        // A change heard while reading may have committed after the read's snapshot: read again next time.
-        valid = started === generation
-        return times
-      },
-      (err: unknown) => {
-        // The answer being made will meet the database's trouble itself; the header keeps the last known times.
-        logger.warn({ err }, 'reading the data freshness failed')
-        return value ?? { dataAsOf: null, lastImportAt: null }
-      },
-    )
-    loading = reading
-    // `reading` never rejects (a failure answers the last known times).
-    void reading.finally(() => {
-      if (loading === reading) loading = undefined
+    const reading = readDataTimes(db).then((times) => {
+      value = times
+      readAt = monotonic()
+      // A change heard while reading may have committed after the read's snapshot: read again next time.
+      valid = started === generation
+      return times
     })
+    loading = reading
+    // A failure is the callers' (each read answer fails with it: src/freshness/answer.ts); the next caller reads again.
+    const settled = () => {
+      if (loading === reading) loading = undefined
+    }
+    reading.then(settled, settled)
     return reading
   }
 

@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
 import { AppError } from '../core/errors.js'
 import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
+import { DataUse } from '../freshness/answer.js'
 import type { DataTimes, Freshness } from '../freshness/status.js'
 import type { LiveHub } from '../live/hub.js'
 import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
@@ -28,10 +29,16 @@ export interface Context {
   /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
   fresh(): void
   /**
-   * The freshness times this request answers with (decisions §10): those the HTTP layer took for
-   * its Data-As-Of header when it did, else read once (the same for every field of the request).
+   * The gateway-wide freshness times (decisions §10, GraphQL `meta`); the answer's Data-As-Of is
+   * then the gateway's data_as_of. The times the HTTP layer took for its header when it did, else
+   * read once (the same for every field of the request).
    */
   dataTimes(): Promise<DataTimes>
+  /**
+   * Records that this answer read these vaults' data (its Data-As-Of, src/freshness/answer.ts) and
+   * returns their data time: a body's `as_of` (null only while the gateway holds no data).
+   */
+  readData(vaultIds: Iterable<string>): Promise<Date | null>
   /** The app's freshness service (GraphQL `meta`); absent in a context built without one. */
   freshness?: Freshness
 }
@@ -42,11 +49,11 @@ export interface RequestScope {
   deadline?: Deadline
   /** Set by the REST shim: its answers keep the errors' HTTP statuses (src/graphql/response-rules.ts). */
   rest?: boolean
-  /** The freshness times the answer's Data-As-Of header carries (src/http/headers.ts), so body and header agree. */
-  dataTimes?: DataTimes
+  /** What the answer reads, with the times its Data-As-Of header is computed from (src/freshness/answer.ts), so body and header agree. */
+  data?: DataUse
 }
 
-const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null }
+const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null, vaults: new Map() }
 
 const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key management is not configured on this server.'))
 
@@ -60,7 +67,7 @@ export function createContext({
   authenticate = notConfigured,
   settings = { spikePct: DEFAULT_SPIKE_PCT },
   live,
-  dataTimes,
+  data,
   freshness,
 }: RequestScope & {
   request: Request
@@ -74,7 +81,8 @@ export function createContext({
 }): Context {
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
-  let times: Promise<DataTimes> | undefined
+  let use: Promise<DataUse> | undefined
+  const reading = () => (use ??= data ? Promise.resolve(data) : Promise.resolve(freshness?.current() ?? NO_TIMES).then((times) => new DataUse(times)))
   return {
     live,
     fresh() {
@@ -91,7 +99,8 @@ export function createContext({
     settings,
     clock,
     viewer: () => (viewer ??= authenticate(request)),
-    dataTimes: () => (times ??= Promise.resolve(dataTimes ?? freshness?.current() ?? NO_TIMES)),
+    dataTimes: async () => (await reading()).wide(),
+    readData: async (vaultIds) => (await reading()).vaults(vaultIds),
     freshness,
     // The deadline's signal is made on first use: most requests never ask for it.
     get signal() {

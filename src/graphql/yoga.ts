@@ -46,7 +46,7 @@ export function createGatewayYoga({
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline, dataTimes }) =>
+    context: ({ request, requestId, deadline, data }) =>
       guardKeyManagement(
         createContext({
           request,
@@ -57,7 +57,7 @@ export function createGatewayYoga({
           authenticate: (r) => resolveViewer(r, session),
           settings: { spikePct: config.spikePct },
           live,
-          dataTimes,
+          data,
           freshness,
         }),
         {

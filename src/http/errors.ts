@@ -42,8 +42,11 @@ export function errorResponse(c: HonoContext<AppEnv>, error: unknown): Response 
 export function graphqlErrorResponse(c: HonoContext<AppEnv>, error: unknown): Response {
   const app = answered(c, error)
   c.header('Cache-Control', 'no-store')
-  return c.json({ errors: [{ message: app.message, extensions: { code: app.code } }] }, app.status as ContentfulStatusCode)
+  return c.json(graphqlErrorBody(app), app.status as ContentfulStatusCode)
 }
+
+/** The body of an error answered before Yoga runs, on every door of /graphql (src/http/hot/answer.ts too). */
+export const graphqlErrorBody = (app: AppError) => ({ errors: [{ message: app.message, extensions: { code: app.code } }] })
 
 /** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */
 export function answerError(err: unknown, c: HonoContext<AppEnv>): Response {

@@ -120,9 +120,9 @@ export function rateLimitHeaders(state: RateLimitState | null | undefined, statu
 
 /**
  * Data-As-Of (docs/spec/decisions.md §10) of a successful read (a REST `/v1` GET, a GraphQL query;
- * key management excepted): the gateway's `data_as_of` (/v1/status) when the answer was computed,
- * as the JSON bodies write times (RFC 3339, UTC, milliseconds). It is the time of the newest data
- * the answer could use: every read sees the whole database as it was then. A cached answer keeps
+ * key management excepted): the newest data time of the vaults the answer read, or the gateway's
+ * `data_as_of` when it read none (src/freshness/answer.ts: the rule, computed once the answer ran),
+ * as the JSON bodies write times (RFC 3339, UTC, milliseconds). A cached answer keeps
  * the value it was computed with (src/http/response-cache.ts stores it with the body; imports
  * clear the cache). `dataAsOf`: undefined for an answer that is not a read, null while the gateway
  * holds no data at all (then there is no header either).

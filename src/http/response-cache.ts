@@ -4,7 +4,8 @@ import type { AppEnv } from './env.js'
 import { Deadline, underDeadline } from '../core/deadlines.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { OperationClass } from '../graphql/public-operations.js'
-import type { DataTimes, Freshness } from '../freshness/status.js'
+import { beginRead, type DataUse } from '../freshness/answer.js'
+import type { Freshness } from '../freshness/status.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -224,7 +225,7 @@ export function cachedGraphql(
   freshness?: Freshness,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   return async (c) => {
-    const scope = (dataTimes?: DataTimes): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), dataTimes })
+    const scope = (data?: DataUse): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), data })
     if (!(c.req.header('content-type') ?? '').includes('application/json')) {
       // A body this handler does not read (a form post): what it selects is unknown, so it is
       // answered as key management would be (no-store, no wildcard CORS).
@@ -232,8 +233,8 @@ export function cachedGraphql(
       return execute(c.req.raw, scope())
     }
     const text = await c.req.text()
-    const forward = (dataTimes?: DataTimes) =>
-      execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope(dataTimes))
+    const forward = (data?: DataUse) =>
+      execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope(data))
     let params: { query?: unknown; operationName?: unknown }
     try {
       params = JSON.parse(text) as typeof params
@@ -243,40 +244,43 @@ export function cachedGraphql(
     if (typeof params?.query !== 'string') return forward()
     const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
     if (kind.keyManagement) c.set('keyManagement', true)
-    const timesNow = () => operationDataTimes(kind, freshness)
-    if (!cache.enabled || !kind.public) {
-      const dataTimes = await timesNow()
-      if (dataTimes) c.set('dataAsOf', isoOrNull(dataTimes.dataAsOf))
-      return forward(dataTimes)
+    /** Runs the operation for this caller; a read's Data-As-Of is that of the data it read (known once it ran). */
+    const answerOwn = async () => {
+      const data = await operationData(kind, freshness)
+      const response = await forward(data)
+      if (data) c.set('dataAsOf', data.header)
+      return response
     }
+    if (!cache.enabled || !kind.public) return answerOwn()
     const key = graphqlCacheKey(c.req.header('accept'), text)
     // The first caller's own response, when it is not storable (it must still reach that caller).
     let own: Response | undefined
-    let ownTimes: DataTimes | undefined
+    let ownData: DataUse | undefined
     const shared = await cache.load(key, async (background) => {
-      const dataTimes = await timesNow()
-      const dataAsOf = dataTimes && isoOrNull(dataTimes.dataAsOf)
+      const data = await operationData(kind, freshness)
       if (background) {
         // Nobody waits for this answer: an error or a non-200 is dropped, never shared.
         const detached = new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text })
         return underDeadline(c.get('deadline')?.detached() ?? Deadline.in(60_000), async (deadline) => {
-          const response = await execute(detached, { requestId: c.get('requestId'), deadline, dataTimes })
+          const response = await execute(detached, { requestId: c.get('requestId'), deadline, data })
           if (response.status !== 200) {
             await response.body?.cancel().catch(() => {})
             return undefined
           }
           const body = await response.text()
-          return body.includes('"errors":') ? undefined : { body, contentType: response.headers.get('content-type') ?? 'application/json', dataAsOf }
+          return body.includes('"errors":')
+            ? undefined
+            : { body, contentType: response.headers.get('content-type') ?? 'application/json', dataAsOf: data?.header }
         })
       }
-      ownTimes = dataTimes
-      const response = await forward(dataTimes)
+      ownData = data
+      const response = await forward(data)
       if (response.status !== 200) {
         own = response
         return undefined
       }
       const body = await response.text()
-      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql', dataAsOf }
+      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql', dataAsOf: data?.header }
       // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
       if (body.includes('"errors":')) {
         own = new Response(body, { status: 200, headers: response.headers })
@@ -285,27 +289,23 @@ export function cachedGraphql(
       return answer
     })
     if (own) {
-      if (ownTimes) c.set('dataAsOf', isoOrNull(ownTimes.dataAsOf))
+      if (ownData) c.set('dataAsOf', ownData.header)
       return own
     }
     if (shared) {
       if (shared.dataAsOf !== undefined) c.set('dataAsOf', shared.dataAsOf)
       return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
     }
-    const dataTimes = await timesNow()
-    if (dataTimes) c.set('dataAsOf', isoOrNull(dataTimes.dataAsOf))
-    return forward(dataTimes)
+    return answerOwn()
   }
 }
 
 /**
- * The data times behind a GraphQL operation's Data-As-Of (decisions §10): a read's, taken before it
- * runs and passed into its context; key management has none. The one rule for this route and the
- * hot path's (src/http/hot/graphql.ts).
+ * What a GraphQL operation's Data-As-Of is computed from (decisions §10): for a read, the record of
+ * the data it reads with the times, taken before it runs and passed into its context (a failure to
+ * read them fails the request: src/freshness/answer.ts); key management has none. The one rule for
+ * this route, the hot path's (src/http/hot/graphql.ts) and GET /graphql's (src/app.ts).
  */
-export async function operationDataTimes(kind: OperationClass, freshness: Freshness | undefined): Promise<DataTimes | undefined> {
-  return kind.read && !kind.keyManagement && freshness ? await freshness.current() : undefined
+export async function operationData(kind: OperationClass, freshness: Freshness | undefined): Promise<DataUse | undefined> {
+  return kind.read && !kind.keyManagement ? beginRead(freshness) : undefined
 }
-
-/** Data-As-Of's value: the time, or null when there is no data yet. */
-export const isoOrNull = (t: Date | null) => t?.toISOString() ?? null

@@ -31,6 +31,8 @@ export interface ImportSummary {
   transactionRefs: { id: string; address: string }[]
   /** The newest snapshot, composition or transaction time of the document (freshness, decisions §10); null when none. */
   newestTime: string | null
+  /** The same per vault id (each vault's data time, src/importer/write.ts); vaults without such rows are absent. */
+  newestByVault: Record<string, string>
   outsideRefs: OutsideReference[]
 }
 
@@ -61,24 +63,32 @@ export function summarize(doc: ImportDocument): ImportSummary {
     snapshotVaultIds: [...new Set(doc.vault_snapshots.map((s) => s.vault_id))],
     compositionVaultIds: [...new Set(doc.compositions.map((c) => c.vault_id))],
     transactionRefs: doc.transactions.map((t) => ({ id: t.id, address: t.address })),
-    newestTime: newestDataTime(doc),
+    ...newestDataTimes(doc),
     outsideRefs: [...outside.values()],
   }
 }
 
-/** The newest snapshot or transaction time (submitted or completed) of a document; null when it has none. */
-function newestDataTime(doc: ImportDocument): string | null {
-  let newest = Number.NEGATIVE_INFINITY
-  const see = (t: string | null | undefined) => {
-    if (t) newest = Math.max(newest, Date.parse(t))
+/** The newest snapshot or transaction time (submitted or completed) of a document, and of each of its vaults; null / absent when none. */
+function newestDataTimes(doc: ImportDocument): { newestTime: string | null; newestByVault: Record<string, string> } {
+  const byVault = new Map<string, number>()
+  const see = (vaultId: string, t: string | null | undefined) => {
+    if (!t) return
+    const ms = Date.parse(t)
+    if (ms > (byVault.get(vaultId) ?? Number.NEGATIVE_INFINITY)) byVault.set(vaultId, ms)
   }
-  for (const s of doc.vault_snapshots) see(s.as_of)
-  for (const c of doc.compositions) see(c.as_of)
+  for (const s of doc.vault_snapshots) see(s.vault_id, s.as_of)
+  for (const c of doc.compositions) see(c.vault_id, c.as_of)
   for (const t of doc.transactions) {
-    see(t.timestamp)
-    see(t.completed_at)
+    see(t.vault_id, t.timestamp)
+    see(t.vault_id, t.completed_at)
   }
-  return newest === Number.NEGATIVE_INFINITY ? null : new Date(newest).toISOString()
+  const newestByVault: Record<string, string> = {}
+  let newest = Number.NEGATIVE_INFINITY
+  for (const [id, ms] of byVault) {
+    newestByVault[id] = new Date(ms).toISOString()
+    newest = Math.max(newest, ms)
+  }
+  return { newestTime: newest === Number.NEGATIVE_INFINITY ? null : new Date(newest).toISOString(), newestByVault }
 }
 
 /** The chunks of a section of a validated document. */

@@ -173,7 +173,8 @@ const RECORD_SNAPSHOTS = `INSERT INTO vault_snapshots (vault_id, as_of, share_pr
   WHERE n.share_price IS NULL
      OR (n.share_price, n.tvl, n.base_asset_price_usd) IS DISTINCT FROM (r.share_price, r.tvl, r.base_asset_price_usd)
   ON CONFLICT (vault_id, as_of) DO UPDATE
-    SET share_price = EXCLUDED.share_price, tvl = EXCLUDED.tvl, base_asset_price_usd = EXCLUDED.base_asset_price_usd`
+    SET share_price = EXCLUDED.share_price, tvl = EXCLUDED.tvl, base_asset_price_usd = EXCLUDED.base_asset_price_usd
+  RETURNING vault_id`
 
 /** Sets the live values of the vaults in $1 (a JSON array of ids) to their newest snapshot's, where they differ. */
 const liveValuesUpdate = (returning: string) => `UPDATE vaults v
@@ -189,11 +190,29 @@ const LIVE_VALUES_UPDATE_CAPTURING = `WITH moved AS (${liveValuesUpdate('RETURNI
   INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status) SELECT 'vault_values', id, NULL FROM moved
   ON CONFLICT (kind, id) DO NOTHING`
 
-// The freshness contract's bookkeeping (decisions §10, src/freshness/): the import's time, and the
-// newest data time the database holds. Concurrent imports may commit out of order: neither moves back.
-const DATA_STATE_UPDATE = `INSERT INTO data_state (id, data_as_of, last_import_at) VALUES (1, $1::timestamptz, $2::timestamptz)
+// The freshness contract's bookkeeping (decisions §10, src/freshness/): the import's time, the
+// newest data time the database holds, and each written vault's ($3: {vault id: time}), which the
+// Data-As-Of of an answer reading that vault is (src/freshness/answer.ts). One statement, so an
+// import costs no more than before. Concurrent imports may commit out of order: no time moves back.
+const DATA_STATE_UPDATE = `WITH vault_times AS (
+    UPDATE vaults v SET data_as_of = GREATEST(v.data_as_of, t.value::timestamptz)
+    FROM jsonb_each_text($3::jsonb) AS t WHERE v.id = t.key
+  )
+  INSERT INTO data_state (id, data_as_of, last_import_at) VALUES (1, $1::timestamptz, $2::timestamptz)
   ON CONFLICT (id) DO UPDATE SET data_as_of = GREATEST(data_state.data_as_of, EXCLUDED.data_as_of),
     last_import_at = GREATEST(data_state.last_import_at, EXCLUDED.last_import_at)`
+
+/**
+ * Each vault's data time an import leaves (vaults.data_as_of): the newest time of its rows in the
+ * document, or `importedAt` when its live values were recorded as a snapshot, never later than the
+ * import itself (newestTimeOf's rule, vault by vault: the gateway's time is their maximum).
+ */
+export function vaultTimesOf(newestByVault: Record<string, string>, recordedVaults: readonly string[], importedAt: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [id, t] of Object.entries(newestByVault)) out[id] = newestTimeOf(t, null, importedAt)!
+  for (const id of recordedVaults) out[id] = importedAt
+  return out
+}
 
 /**
  * The data time an import leaves (data_state.data_as_of): the newest time of its document
@@ -336,7 +355,9 @@ async function writeSource(
     onProgress({ kind: 'vault_snapshots', done: counts.vault_snapshots, total: summary.totals.vault_snapshots })
     await turn()
   }
-  const recorded = summary.vaults.length > 0 ? await tx.$executeRawUnsafe(RECORD_SNAPSHOTS, vaultRows, importedAt) : 0
+  // The vaults whose live values were recorded as a snapshot at `importedAt` (their data time).
+  const recorded =
+    summary.vaults.length > 0 ? (await tx.$queryRawUnsafe<{ vault_id: string }[]>(RECORD_SNAPSHOTS, vaultRows, importedAt)).map((r) => r.vault_id) : []
   await syncLiveValues(tx, [...summary.vaults.map((v) => v.id), ...summary.snapshotVaultIds], capture?.vaults ?? false)
   for await (const { json, rows } of source.chunks('compositions', size(COMPOSITION_CHUNK))) {
     if (capture?.vaults) await tx.$executeRawUnsafe(COMPOSITION_CAPTURE, json)
@@ -360,7 +381,12 @@ async function writeSource(
     await tx.$executeRawUnsafe('ANALYZE vaults, composition_snapshots, allocations, vault_snapshots, transactions')
   if (capture) await emitCapturedChanges(tx, capture)
   // Last, so the one row is locked only until the commit that follows (concurrent imports queue here, briefly).
-  await tx.$executeRawUnsafe(DATA_STATE_UPDATE, newestTimeOf(summary.newestTime, recorded > 0 ? importedAt : null, importedAt), importedAt)
+  await tx.$executeRawUnsafe(
+    DATA_STATE_UPDATE,
+    newestTimeOf(summary.newestTime, recorded.length > 0 ? importedAt : null, importedAt),
+    importedAt,
+    JSON.stringify(vaultTimesOf(summary.newestByVault, recorded, importedAt)),
+  )
   // Every gateway process drops the answers it derived from the old data (response caches) and
   // tells its subscribers (src/live/hub.ts) which vaults and wallets the import wrote.
   await announceDataChange(tx, {

@@ -70,7 +70,7 @@ export const RATE_LIMIT_HEADERS = {
 export const DATA_AS_OF_HEADER = {
   'Data-As-Of': {
     description:
-      "The time of the newest data the answer could use: the gateway's `data_as_of` (GET /v1/status) when it was computed, RFC 3339 in UTC with milliseconds. A cached answer (304 included) keeps the value it was computed with. Absent while the gateway holds no data.",
+      "The time of the newest data the answer used: the newest snapshot or transaction time of the vaults it read (a vault, a page of vaults, a wallet's history in its vaults), or the gateway's `data_as_of` (GET /v1/status) when it read none; RFC 3339 in UTC with milliseconds. A cached answer (304 included) keeps the value it was computed with. Absent while the gateway holds no data.",
     schema: { type: 'string', format: 'date-time', examples: ['2026-11-21T12:00:00.000Z'] },
   },
 }

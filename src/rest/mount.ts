@@ -4,6 +4,7 @@ import { AppError, quoted } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import type { RequestScope } from '../graphql/context.js'
 import type { Yoga } from '../graphql/yoga.js'
+import { beginRead } from '../freshness/answer.js'
 import type { Freshness } from '../freshness/status.js'
 import type { AppEnv } from '../http/env.js'
 import { parseJsonObject } from '../http/json-body.js'
@@ -64,7 +65,8 @@ export const readsData = (route: RestRoute) => route.method === 'GET' && !isKeyP
 /**
  * What a route answers with a 200 (`cacheControl` only on `cache`d routes), after running its
  * document. `reads`: for a read, the freshness times, taken before the document runs (the data it
- * reads is at least this new), go into its context and the answer's `dataAsOf`.
+ * reads is at least this new; a failure to read them fails the route), go into its context, and
+ * the answer's `dataAsOf` is that of the data it read (src/freshness/answer.ts).
  */
 export async function runRoute(
   yoga: Yoga,
@@ -77,10 +79,10 @@ export async function runRoute(
 ): Promise<CachedResponse> {
   const cacheControl = route.cache && `${route.cache.scope}, max-age=${route.cache.maxAgeSeconds}`
   const variables = route.variables(input)
-  const dataTimes = reads && (await reads.current())
+  const data = await beginRead(reads)
   const result = (await yoga.getResultForParams(
     { params: { query: route.document, variables }, request },
-    dataTimes ? { ...scope, dataTimes } : scope,
+    data ? { ...scope, data } : scope,
   )) as ExecutionResult
   const error = resultError(result)
   if (error) throw error
@@ -91,7 +93,7 @@ export async function runRoute(
     etag: cacheControl && etagOf(body),
     cacheControl,
     route: routePath,
-    dataAsOf: dataTimes ? (dataTimes.dataAsOf?.toISOString() ?? null) : undefined,
+    dataAsOf: data?.header,
   }
 }
 

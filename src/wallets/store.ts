@@ -165,7 +165,7 @@ export interface PendingRedeemRow {
 
 export interface PendingRedeems {
   address: string
-  /** The time of the newest data used (the gateway's data_as_of, src/freshness/status.ts). */
+  /** The time of the newest data used (its vaults' data time, src/freshness/answer.ts; set by the GraphQL field). */
   asOf: Date
   pendingRedeems: PendingRedeemRow[]
   totalPending: string

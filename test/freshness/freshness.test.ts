@@ -151,6 +151,8 @@ describe(`freshness (${testBackend})`, () => {
       later,
     )
     expect((await statusOf(t)).body).toEqual({ data_as_of: later, last_import_at: later, sources: [], stale: false })
+    // Vault by vault too: the vault's answers are as of the import, not of its future row.
+    expect((await t.request('/v1/vaults/fresh-a')).headers.get('data-as-of')).toBe(later)
   })
 
   it('reads its times once per import, not once per request', async () => {

@@ -101,6 +101,8 @@ describe(`import (${testBackend})`, () => {
     expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, vaultSnapshots: 2, transactions: 3 })
 
     const v = await db.prisma.vault.findUniqueOrThrow({ where: { id: 'usdc-main' } })
+    // The vault's data time (decisions §10): its newest data, the snapshot its record just recorded.
+    const recorded = await db.prisma.vaultSnapshot.findFirstOrThrow({ where: { vaultId: 'usdc-main' }, orderBy: { asOf: 'desc' } })
     expect({
       ...v,
       baseAssetPriceUsd: v.baseAssetPriceUsd?.toFixed(),
@@ -139,6 +141,7 @@ describe(`import (${testBackend})`, () => {
       docsUrl: 'https://x.example/docs',
       inceptionDate: '2025-11-20T00:00:00.000Z',
       strategyBrief: 'Blue chips only.',
+      dataAsOf: recorded.asOf,
       createdAt: undefined,
       updatedAt: undefined,
     })

@@ -8,7 +8,7 @@ import { subscribe } from '../support/sse.js'
 
 // A chain reorg taken back (src/sources/store.ts rollBack) is a change like an import: the vault's
 // subscribers get its restored values, the wallet's subscribers the redeem pending again, and
-// /v1/status the data time of what is left.
+// /v1/status and the vault's answers the data time of what is left.
 
 const DAVE = '0xd0000000000000000000000000000000000000d4'
 const FIRST_IMPORT = new Date('2026-11-25T00:00:00.000Z')
@@ -27,6 +27,8 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
     await t.close()
   })
   const dataAsOf = async () => ((await (await fetch(`${base}/v1/status`)).json()) as { data_as_of: string | null }).data_as_of
+  /** The vault's own data time: the Data-As-Of of an answer about it (vaults.data_as_of). */
+  const vaultAsOf = async () => (await fetch(`${base}/v1/vaults/chain-a`)).headers.get('data-as-of')
 
   it("sends the vault's restored values and the redeem pending again; data_as_of goes back", async () => {
     // What the follower would have written: a pending redeem, then a range (blocks 11-20) that
@@ -50,6 +52,7 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
     )
     // The range's snapshot is dated after its import: the data is as new as the import (decisions §10).
     expect(await dataAsOf()).toBe(SECOND_IMPORT.toISOString())
+    expect(await vaultAsOf()).toBe(SECOND_IMPORT.toISOString())
     await t.db.prisma.$executeRawUnsafe(
       `INSERT INTO source_cursors (vault_id, chain_id, address, block_number, block_hash, block_timestamp, progress, updated_at)
        VALUES ('chain-a', 1, '0x2222222222222222222222222222222222222222', 20, '0xb20', 1000, '{}', now())`,
@@ -71,6 +74,7 @@ describe(`subscriptions after a chain-source rollback (${testBackend})`, () => {
       // The newest data left is the first import's snapshot of the vault record (the transactions
       // are from 2026-11-20): data_as_of goes back to it, on this instance at once.
       expect(await dataAsOf()).toBe(FIRST_IMPORT.toISOString())
+      expect(await vaultAsOf()).toBe(FIRST_IMPORT.toISOString())
     } finally {
       vault.close()
       wallet.close()

@@ -341,16 +341,20 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     })
     expect((await request(`/v1/users/${alice}/vaults/usd-4626/transactions`)).body.items).toEqual([wire(aliceWithdraw!), wire(aliceDeposit!)])
 
-    // Wallet answers are as of the newest data recorded (decisions §10: the chain's block times),
-    // not the gateway's clock (a day after genesis here).
-    const dataAsOf = (await request('/v1/status')).body.data_as_of as string
-    expect(dataAsOf < iso(86_400 / BLOCK_TIME)).toBe(true)
+    // Wallet answers are as of the newest data recorded in their vaults (decisions §10: the
+    // chain's block times), not the gateway's clock (a day after genesis here): each vault's own
+    // time, the Data-As-Of of an answer about it, never later than the gateway's.
+    const gatewayAsOf = (await request('/v1/status')).body.data_as_of as string
+    expect(gatewayAsOf < iso(86_400 / BLOCK_TIME)).toBe(true)
+    const vaultAsOf = async (id: string) => (await app.fetch(new Request(`http://vaultgate.test/v1/vaults/${id}`))).headers.get('data-as-of')!
+    const [asOf7540, asOf4626] = [await vaultAsOf('usd-7540'), await vaultAsOf('usd-4626')]
+    expect([asOf7540 <= gatewayAsOf, asOf4626 <= gatewayAsOf, [asOf7540, asOf4626].includes(gatewayAsOf)]).toEqual([true, true, true])
     // Dave's redeem is pending; Carol's completed in 7 blocks (84 s), the vault's average delay.
     expect(await request(`/v1/users/${dave}/redeems`)).toEqual({
       status: 200,
       body: {
         address: dave,
-        as_of: dataAsOf,
+        as_of: asOf7540,
         pending_redeems: [{ vault_id: 'usd-7540', amount: '399.999999', submitted_at: iso(20), transaction_type: 'redeem', tx_hash: daveRedeem!.tx_hash }],
         total_pending: '399.999999',
         average_redeem_delay: 84,
@@ -364,7 +368,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       status: 200,
       body: {
         vault_id: 'usd-4626',
-        as_of: dataAsOf,
+        as_of: asOf4626,
         share_balance: '198.214308261365813804',
         share_price: '1.011531',
         position_value_usd: '200.499917449927623003',

@@ -30,7 +30,8 @@ const Meta = builder.objectRef<FreshnessStatus>('Meta').implement({
     dataAsOf: t.expose('dataAsOf', {
       type: 'DateTime',
       nullable: true,
-      description: 'The newest vault snapshot or transaction time the gateway holds (the Data-As-Of header of reads); null before any data.',
+      description:
+        'The newest vault snapshot or transaction time the gateway holds (the Data-As-Of header of answers that read no particular vault); null before any data.',
     }),
     lastImportAt: t.expose('lastImportAt', { type: 'DateTime', nullable: true, description: 'When the last import was written; null before the first.' }),
     sources: t.expose('sources', { type: [SourceStatusRef], description: 'The chain sources; empty without VAULT_SOURCES_FILE.' }),

@@ -8,13 +8,14 @@ import { TransactionTypeEnum } from './transaction.js'
 import { User } from './user.js'
 
 /**
- * The `asOf` of wallet answers (decisions §10; before, the request time): the data they are
- * computed from is the whole database as of the gateway's data_as_of, the value of the answer's
- * Data-As-Of header. The request time only while there is no data at all.
+ * The `asOf` of wallet answers (decisions §10; before, the request time): the data time of the
+ * vaults the answer is computed from (src/freshness/answer.ts: a position, its vault's; pending
+ * redeems, their vaults'; none, the gateway's data_as_of), the value of the answer's Data-As-Of
+ * header when it reads nothing else. The request time only while there is no data at all.
  */
 const AS_OF =
-  'The time of the newest data used: the newest vault snapshot or transaction time the gateway held when answering (`meta.dataAsOf`, the Data-As-Of header); the request time only while it holds no data.'
-const asOfData = async (_p: unknown, _a: unknown, ctx: Context) => (await ctx.dataTimes()).dataAsOf ?? ctx.now
+  "The time of the newest data used: the newest snapshot or transaction time of the vaults it is computed from (the gateway's `meta.dataAsOf` when there are none), as in the Data-As-Of header; the request time only while the gateway holds no data."
+const asOfVaults = async (ctx: Context, vaultIds: string[]) => (await ctx.readData(vaultIds)) ?? ctx.now
 
 // Named UserPosition: `Position` is the composition's allocation entry in the spec.
 export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').implement({
@@ -22,7 +23,7 @@ export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').i
     "A wallet's position in one vault (the spec's user position summary). Out-flows (withdraw and redeem, completed or pending) have left the balance; amounts are exact, derived ones rounded once to 18 decimals.",
   fields: (t) => ({
     vaultId: t.exposeID('vaultId'),
-    asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: asOfData }),
+    asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: (p, _a, ctx) => asOfVaults(ctx, [p.vaultId]) }),
     shareBalance: t.expose('shareBalance', {
       type: 'Decimal',
       description: 'Shares of completed deposits minus shares of completed and pending withdrawals and redeems.',
@@ -69,7 +70,16 @@ export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRed
 builder.objectFields(User, (t) => ({
   pendingRedeems: t.field({
     type: PendingRedeems,
-    resolve: async (user, _args, ctx) => pendingRedeemsOf(user.address, ctx.now, (await ctx.dataTimes()).dataAsOf ?? ctx.now),
+    resolve: async (user, _args, ctx) => {
+      const redeems = await pendingRedeemsOf(user.address, ctx.now)
+      return {
+        ...redeems,
+        asOf: await asOfVaults(
+          ctx,
+          redeems.pendingRedeems.map((r) => r.vaultId),
+        ),
+      }
+    },
   }),
   position: t.field({
     type: UserPosition,
@@ -79,6 +89,7 @@ builder.objectFields(User, (t) => ({
     resolve: async (user, args, ctx) => {
       const result = await ctx.loaders.position.load({ address: user.address, vaultId: args.vaultId })
       if (result === undefined) throw notFound(`Vault ${quoted(args.vaultId)} not found.`)
+      await ctx.readData([args.vaultId])
       return result
     },
   }),
@@ -86,8 +97,9 @@ builder.objectFields(User, (t) => ({
     type: [UserPosition],
     description: 'Positions in every vault where the wallet holds shares (with includeClosed, also those fully withdrawn), by vault id.',
     args: { includeClosed: t.arg.boolean({ defaultValue: false, required: true }) },
-    resolve: async (user, args) => {
+    resolve: async (user, args, ctx) => {
       const all = await positionsOf(user.address)
+      await ctx.readData(all.map((p) => p.vaultId))
       return args.includeClosed ? all : all.filter(isOpen)
     },
   }),

@@ -45,13 +45,15 @@ builder.objectField(User, 'transactions', (t) =>
       first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
       after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page of the same list.' }),
     },
-    resolve: async (user, args) => {
+    resolve: async (user, args, ctx) => {
       const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
       const limit = checkPageSize(args.first, 'first')
       const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
       if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
+      // The wallet's history in this vault is as of the vault's data time (decisions §10).
+      await ctx.readData([filter.vaultId])
       const edges = lazyEdges(rows, (row) => encodeCursor(filter, row))
       return {
         edges,

@@ -108,7 +108,12 @@ builder.queryField('vault', (t) =>
     nullable: true,
     description: 'One vault by id, or null when there is none.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args) => prisma.vault.findUnique({ ...query, where: { id: args.id } }),
+    resolve: async (query, _root, args, ctx) => {
+      const vault = await prisma.vault.findUnique({ ...query, where: { id: args.id } })
+      // Every field of a vault is its data: the answer is as of the vault's data time (decisions §10).
+      if (vault) await ctx.readData([vault.id])
+      return vault
+    },
   }),
 )
 
@@ -164,6 +169,8 @@ builder.queryField('vaults', (t) =>
       const order = args.orderBy ? { field: args.orderBy.field, direction: args.orderBy.direction ?? 'desc' } : null
       const page = vaultPageRequest(filter, args, order)
       const { rows, more, positions, performance } = await findVaultPage(filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
+      // A page is as of the newest data of the vaults it lists (an empty one: of all the data, decisions §10).
+      await ctx.readData(rows.map((r) => r.id))
       // The performance an APY order read already answers the nodes' performance fields.
       for (const [vaultId, p] of performance ?? []) ctx.loaders.performance.prime({ vaultId, now: ctx.now }, p)
       const edges = lazyEdges(rows, (node) => encodeVaultCursor(filter, order, positions.get(node.id)!))

@@ -2,7 +2,7 @@ import type { Config } from '../../config.js'
 import { CLIENT_CLOSED_REQUEST, type Deadline } from '../../core/deadlines.js'
 import { errorBody } from '../../core/errors.js'
 import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
-import { clientError } from '../errors.js'
+import { clientError, graphqlErrorBody } from '../errors.js'
 import { policyHeaders, rateLimitHeaders, withVary } from '../headers.js'
 import { recordRequest } from '../middleware/observability.js'
 import type { Answer, Exchange } from './exchange.js'
@@ -81,6 +81,17 @@ export function lowercased(headers: Record<string, string>): Record<string, stri
   const out: Record<string, string> = {}
   for (const name in headers) out[name.toLowerCase()] = headers[name]!
   return out
+}
+
+/** An error before Yoga runs on /graphql, as the routes answer it (src/http/errors.ts graphqlErrorResponse). */
+export function graphqlError(f: Finish, error: unknown): Answer {
+  const { app, headers } = clientError(error, { requestId: f.requestId, path: f.path })
+  return finish(
+    f,
+    app.status,
+    { ...lowercased(headers), 'content-type': 'application/json', 'cache-control': 'no-store' },
+    JSON.stringify(graphqlErrorBody(app)),
+  )
 }
 
 /** The one REST error answer (src/http/errors.ts errorResponse), counted and logged by clientError. */

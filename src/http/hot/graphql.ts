@@ -7,12 +7,13 @@ import type { RateLimits } from '../../core/rate-limit.js'
 import type { RequestScope } from '../../graphql/context.js'
 import type { OperationClass } from '../../graphql/public-operations.js'
 import type { Yoga } from '../../graphql/yoga.js'
+import type { DataUse } from '../../freshness/answer.js'
 import type { Freshness } from '../../freshness/status.js'
 import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
 import { requestIdOf } from '../middleware/observability.js'
-import { isoOrNull, operationDataTimes, type ResponseCache } from '../response-cache.js'
-import { countPublic, finish, lowercased, type Finish } from './answer.js'
+import { operationData, type ResponseCache } from '../response-cache.js'
+import { countPublic, finish, graphqlError, lowercased, type Finish } from './answer.js'
 import type { HotHandler } from './exchange.js'
 
 // POST /graphql without the Web Request/Response round trips (docs/adr/0004-hot-path.md): the body
@@ -74,7 +75,7 @@ export function hotGraphql({
   limits: RateLimits
   cache: ResponseCache
   classOf: (query: string, operationName: string | undefined) => OperationClass
-  /** The times of a read's Data-As-Of (decisions §10; src/http/response-cache.ts operationDataTimes). */
+  /** The times of a read's Data-As-Of (decisions §10; src/http/response-cache.ts operationData). */
   freshness?: Freshness
 }): HotHandler {
   const internals = yoga as unknown as YogaInternals
@@ -145,9 +146,15 @@ export function hotGraphql({
       const requestId = requestIdOf(x.header('x-request-id'))
       const deadline = Deadline.in(config.requests.timeoutMs, x.client)
       const f: Finish = { config, exchange: x, path: '/graphql', route: '/graphql', requestId, started, keyManagement, rateLimit, deadline }
-      const dataTimes = await operationDataTimes(kind, freshness)
-      const scope: RequestScope = { requestId, deadline, dataTimes }
       try {
+        let data: DataUse | undefined
+        try {
+          data = await operationData(kind, freshness)
+        } catch (e) {
+          // Its times unread, a read is not answered (src/freshness/answer.ts): the routes' error answer.
+          return graphqlError(f, e)
+        }
+        const scope: RequestScope = { requestId, deadline, data }
         let result: ExecutionResult
         try {
           result = (await yoga.getResultForParams(
@@ -163,7 +170,7 @@ export function hotGraphql({
         const status = captured.init.status ?? 200
         // explainNotAcceptable's body; Hono keeps the replaced answer's other headers (Yoga's `accept` list) on it.
         if (status === 406 && own['content-type'] === undefined) return finish(f, 406, { ...NOT_ACCEPTABLE.headers, ...own }, NOT_ACCEPTABLE.body)
-        return finish(f, status, dataTimes ? { ...own, ...dataAsOfHeaders(isoOrNull(dataTimes.dataAsOf), status) } : own, captured.body)
+        return finish(f, status, data ? { ...own, ...dataAsOfHeaders(data.header, status) } : own, captured.body)
       } finally {
         deadline.end()
       }

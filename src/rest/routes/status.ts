@@ -29,7 +29,8 @@ export const StatusSchema = component(
   z
     .object({
       data_as_of: Timestamp.nullable().meta({
-        description: 'The newest vault snapshot or transaction time the gateway holds (the Data-As-Of header of reads); null before any data.',
+        description:
+          'The newest vault snapshot or transaction time the gateway holds (the Data-As-Of header of answers that read no particular vault); null before any data.',
       }),
       last_import_at: Timestamp.nullable().meta({ description: 'When the last import was written (admin, CLI, demo or chain source); null before the first.' }),
       sources: z.array(SourceStatusSchema).meta({ description: 'The chain sources; empty without VAULT_SOURCES_FILE.' }),

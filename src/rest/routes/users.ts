@@ -49,7 +49,7 @@ const PendingRedeemsSchema = component(
     address: z.string(),
     as_of: Timestamp.meta({
       description:
-        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+        "The time of the newest data used: the newest snapshot or transaction time of the vaults it is computed from (the gateway's `data_as_of`, GET /v1/status, when there are none), as in the Data-As-Of header; the request time only while the gateway holds no data.",
     }),
     pending_redeems: z
       .array(
@@ -73,7 +73,7 @@ const PositionSummarySchema = component(
     vault_id: z.string(),
     as_of: Timestamp.meta({
       description:
-        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+        "The time of the newest data used: the newest snapshot or transaction time of the vaults it is computed from (the gateway's `data_as_of`, GET /v1/status, when there are none), as in the Data-As-Of header; the request time only while the gateway holds no data.",
     }),
     share_balance: Amount,
     share_price: Amount,
