@@ -480,7 +480,7 @@ const signatureHeaders: Param<string>['parse'] = (text) => text ?? ''
 const WEBHOOK_HEADERS = {
   'webhook-id': {
     description:
-      'The event id: the same on every retry and replay of the event, and for the same change recorded again (derived from the transaction, the event type and the status change); deduplicate on it.',
+      "The event id: the same on every retry and replay of the event, and, for a transaction's events, for the same change recorded again (derived from the transaction, the event type and the status change); deduplicate on it.",
     schema: { type: 'string' },
     parse: signatureHeaders,
   },

@@ -327,7 +327,9 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
     )
     await syncLiveValues(tx, result.vaultIds, capture?.vaults ?? false)
     // A vault that lost records changed even when its live values did not (its history did).
-    const lost = [...new Set(rows.filter((r) => r.inserted_transactions.length + r.completed_transactions.length + r.snapshot_times.length > 0).map((r) => r.vault_id))]
+    const lost = [
+      ...new Set(rows.filter((r) => r.inserted_transactions.length + r.completed_transactions.length + r.snapshot_times.length > 0).map((r) => r.vault_id)),
+    ]
     if (capture?.vaults)
       await tx.$executeRawUnsafe(
         `INSERT INTO ${CHANGES_TABLE} (kind, id) SELECT 'vault_values', id FROM unnest($1::text[]) AS id ON CONFLICT (kind, id) DO NOTHING`,

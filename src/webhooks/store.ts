@@ -58,8 +58,8 @@ const matches = (alias: string) => `e.disabled_at IS NULL
 // Shared by emitEvents() and the import's emission: `input` (id, type, vault_id, data) → events
 // that some endpoint wants, and their deliveries. Payloads are json, not jsonb, so each keeps its
 // documented key order byte for byte.
-const OUTBOX_INSERT_SQL = (input: string, now: string, until: string) => `
-WITH input AS (${input}), events AS (
+const OUTBOX_INSERT_SQL = (input: string, now: string, until: string, alongside = '') => `
+WITH input AS (${input}), ${alongside} events AS (
   INSERT INTO webhook_events (id, type, vault_id, payload, created_at)
   SELECT i.id, i.type, i.vault_id, i.data, ${now}
   FROM input i
@@ -130,10 +130,10 @@ const TRANSACTION_JSON = `
 /**
  * The id of a transaction's event (its `webhook-id`), derived from what the event says rather than
  * drawn at random: the event type, the transaction id, the status change (for
- * `transaction.status_changed`) and the transaction's generation (`g`, the times a chain reorg took
- * it back: src/sources/store.ts rollBack). The same change recorded twice (a range read again)
- * carries the same id, so a receiver de-duplicates it and the outbox does not write it twice;
- * after a reorg took the transaction back, its return is a new event with a new id.
+ * `transaction.status_changed`) and the transaction's generation (`g`: how many times its status
+ * changed or a chain reorg took it back, src/sources/store.ts rollBack). The same change recorded
+ * twice (a range read again) carries the same id, so a receiver de-duplicates it and the outbox
+ * does not write it twice; after a reorg took the transaction back, its return is a new event.
  */
 const TRANSACTION_EVENT_ID = (type: string, previousStatus = 'NULL') =>
   `md5(concat_ws(':', 'vaultgate-event', '${type}', t.id, coalesce(g.generation, 0)::text, ${previousStatus}::text,
@@ -166,6 +166,14 @@ const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
   GROUP BY v.id`,
   '$1::timestamptz',
   '$2::timestamptz',
+  // A status that changes back and forth (completed, pending again, completed) makes the same
+  // transition twice: each status change starts a new generation, so the next one is a new event.
+  // In the same statement, so the ids above are computed with the generation before it.
+  `generations AS (
+    INSERT INTO transaction_event_generations (transaction_id, generation)
+    SELECT c.id, 1 FROM ${CHANGES_TABLE} c WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL
+    ON CONFLICT (transaction_id) DO UPDATE SET generation = transaction_event_generations.generation + 1
+  ),`,
 )
 
 const REMOVED_EVENTS_SQL = OUTBOX_INSERT_SQL(

@@ -140,11 +140,17 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     await chain.deposit(bob, vault, usd(250))
     await chain.mine(2)
     const degraded = await until('degraded', status, (s) => s.status === 'degraded')
-    expect(degraded.lastError).toMatch(/^the node contradicts itself: block \d+ is 0x[0-9a-f]{64} \(recorded: 0x[0-9a-f]{64}\), but block \d+ names 0x[0-9a-f]{64} as its parent; following paused, nothing deleted, asking again$/)
+    expect(degraded.lastError).toMatch(
+      /^the node contradicts itself: block \d+ is 0x[0-9a-f]{64} \(recorded: 0x[0-9a-f]{64}\), but block \d+ names 0x[0-9a-f]{64} as its parent; following paused, nothing deleted, asking again$/,
+    )
     expect(await paused('node_contradicts')).toBe(1)
     // It keeps asking, and keeps deleting nothing.
     const rewritten = proxy.rewritten
-    await until('asked again', async () => proxy.rewritten, (n) => n >= rewritten + 6)
+    await until(
+      'asked again',
+      async () => proxy.rewritten,
+      (n) => n >= rewritten + 6,
+    )
     expect(await records()).toEqual(before)
     expect((await status()).syncedBlock).toBe(synced)
     expect(await events()).toEqual(eventsBefore)
@@ -184,10 +190,16 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     await chain.deposit(carol, vault, usd(70)) // from + 2
     await chain.mine(2)
     const degraded = await until('degraded', status, (s) => s.status === 'degraded')
-    expect(degraded.lastError).toMatch(/^block \d+ is dated \d+ s ahead of this gateway's clock \(more than CHAIN_MAX_CLOCK_SKEW_MS\); not recorded, asking again$/)
+    expect(degraded.lastError).toMatch(
+      /^block \d+ is dated \d+ s ahead of this gateway's clock \(more than CHAIN_MAX_CLOCK_SKEW_MS\); not recorded, asking again$/,
+    )
     expect(await paused('block_time_ahead')).toBe(1)
     const rewritten = proxy.rewritten
-    await until('asked again', async () => proxy.rewritten, (n) => n >= rewritten + 3)
+    await until(
+      'asked again',
+      async () => proxy.rewritten,
+      (n) => n >= rewritten + 3,
+    )
     expect(await records()).toEqual(before)
     // Nothing from the first block dated ahead on was recorded, and the synced block did not go back.
     const stuck = BigInt((await status()).syncedBlock!)
@@ -225,7 +237,11 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     expect(stopped.lastError).toContain('following stopped, nothing deleted. An operator decides')
     expect(await paused('deep_reorg')).toBe(1)
     const rewritten = proxy.rewritten
-    await until('asked again', async () => proxy.rewritten, (n) => n >= rewritten + 6)
+    await until(
+      'asked again',
+      async () => proxy.rewritten,
+      (n) => n >= rewritten + 6,
+    )
     expect(await records()).toEqual(before)
     expect((await status()).syncedBlock).toBe(synced)
     expect(await events()).toEqual(eventsBefore)

@@ -78,4 +78,8 @@ export class RpcRewritingProxy {
 }
 
 /** A hash no block has: `0x` and 64 hex digits derived from `seed`. */
-export const fakeHash = (seed: string | bigint): string => `0x${BigInt(`0x${Buffer.from(String(seed)).toString('hex')}`).toString(16).padStart(64, 'f').slice(-64)}`
+export const fakeHash = (seed: string | bigint): string =>
+  `0x${BigInt(`0x${Buffer.from(String(seed)).toString('hex')}`)
+    .toString(16)
+    .padStart(64, 'f')
+    .slice(-64)}`
