@@ -76,8 +76,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
   }
   const status = async (): Promise<SourceStatus> => (await sourcesStatus(db.prisma, sources()))[0]!
   const confirmedHead = async () => (await chain.blockNumber()) - 2n
-  const syncedTo = (block: bigint) =>
-    until(`synced to ${block}, ok`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block && s.status === 'ok')
+  const syncedTo = (block: bigint, ms?: number) =>
+    until(`synced to ${block}, ok`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block && s.status === 'ok', ms)
   const paused = async (reason: string) =>
     (await registry.getSingleMetric('vaultgate_source_paused')!.get()).values.find((v) => v.labels.chain === 'anvil' && v.labels.reason === reason)?.value ?? 0
   const reorgs = async () => (await registry.getSingleMetric('vaultgate_source_reorgs_total')!.get()).values.find((v) => v.labels.chain === 'anvil')?.value ?? 0
@@ -223,7 +223,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     await chain.fund(dave, vault, usd(30))
     await chain.deposit(dave, vault, usd(30))
     await chain.mine(2)
-    await syncedTo(await confirmedHead())
+    // Catching up 1,100 blocks takes a while on a loaded machine.
+    await syncedTo(await confirmedHead(), 100_000)
     const before = await records()
     const eventsBefore = await events()
     const synced = (await status()).syncedBlock!
@@ -254,5 +255,5 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     expect(await records()).toMatchObject({ transactions: before.transactions })
     expect((await events()).slice(0, eventsBefore.length)).toEqual(eventsBefore)
     expect(episode('deep_reorg')).toEqual(['error', 'info'])
-  })
+  }, 240_000)
 })
