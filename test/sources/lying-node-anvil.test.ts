@@ -158,7 +158,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
 
     // The node comes right: following resumes by itself, with Bob's deposit, and nothing else new.
     proxy.rewrite = undefined
-    await syncedTo(await confirmedHead())
+    // Its polls back off while it fails (up to a minute between two): waits for the next one.
+    await syncedTo(await confirmedHead(), 100_000)
     expect(await paused('node_contradicts')).toBe(0)
     const after = await records()
     expect(after.transactions).toHaveLength(2)
@@ -179,7 +180,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     expect((await status()).lastError).toBeNull()
     // One line when the pause began, one when it ended: not one per poll.
     expect(episode('node_contradicts')).toEqual(['warn', 'info'])
-  })
+  }, 240_000)
 
   it('blocks dated ten years ahead: refused (degraded) and never stored; recorded with their real time once the node is right', async () => {
     const before = await records()
@@ -207,7 +208,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     expect(stuck).toBeLessThan(from)
 
     proxy.rewrite = undefined
-    await syncedTo(await confirmedHead())
+    // Its polls back off while it fails (up to a minute between two): waits for the next one.
+    await syncedTo(await confirmedHead(), 100_000)
     expect(await paused('block_time_ahead')).toBe(0)
     const after = await records()
     expect(after.transactions).toHaveLength(3)
@@ -215,7 +217,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     for (const t of after.transactions) expect(t.timestamp.getTime()).toBeLessThan(now)
     for (const s of after.snapshots) expect(s.as_of.getTime()).toBeLessThan(now)
     expect(episode('block_time_ahead')).toEqual(['warn', 'info'])
-  })
+  }, 240_000)
 
   it('a node on another chain (every journaled block replaced, consistently): stopped for an operator, 0 deleted; followed again once the node agrees', async () => {
     // More blocks than the journal keeps (1,024), then a deposit: its range is journaled, the first ones are not.
@@ -250,7 +252,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
 
     proxy.rewrite = undefined
     await chain.mine(1)
-    await syncedTo(await confirmedHead())
+    // Its polls back off while it fails (up to a minute between two): waits for the next one.
+    await syncedTo(await confirmedHead(), 100_000)
     expect(await paused('deep_reorg')).toBe(0)
     expect(await records()).toMatchObject({ transactions: before.transactions })
     expect((await events()).slice(0, eventsBefore.length)).toEqual(eventsBefore)
