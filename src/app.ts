@@ -192,6 +192,7 @@ export function createApp({
         db: db.prisma,
         lock: db.pool ? { connection: { ...db.pool.options } } : undefined,
         onDataChanged: dataChanged,
+        maxClockSkewMs: config.chainMaxClockSkewMs,
       })
     : undefined
 

@@ -233,6 +233,7 @@ const env = z.object({
     .string()
     .optional()
     .transform((v) => (v === '' ? undefined : v)),
+  CHAIN_MAX_CLOCK_SKEW_MS: int(900_000, 0, 31_536_000_000),
 })
 
 /** Every environment variable the configuration reads (.env.example and the deploy files are checked against it). */
@@ -357,6 +358,8 @@ export interface Config {
   subscriptions: { max: number; perIp: number; heartbeatMs: number }
   /** The sources file (decisions §12): the chains and vaults to follow; unset = no chain source. */
   sourcesFile: string | undefined
+  /** CHAIN_MAX_CLOCK_SKEW_MS: a block dated further ahead of the clock is refused (retried), never recorded. */
+  chainMaxClockSkewMs: number
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -447,5 +450,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     subscriptions: { max: e.SUBSCRIPTIONS_MAX, perIp: e.SUBSCRIPTIONS_PER_IP, heartbeatMs: e.SUBSCRIPTION_HEARTBEAT_MS },
     sourcesFile: e.VAULT_SOURCES_FILE,
+    chainMaxClockSkewMs: e.CHAIN_MAX_CLOCK_SKEW_MS,
   }
 }

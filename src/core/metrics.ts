@@ -228,6 +228,13 @@ export const sourceReorgs = new Counter({
   registers: [registry],
 })
 
+export const sourcePaused = new Gauge({
+  name: 'vaultgate_source_paused',
+  help: '1 while the chain is paused, by reason: node_contradicts (a recorded block given another hash, not consistently) and block_time_ahead (blocks dated beyond CHAIN_MAX_CLOCK_SKEW_MS) are retried by themselves (status degraded); deep_reorg (every journaled block replaced) waits for an operator (status stopped). Nothing is deleted meanwhile.',
+  labelNames: ['chain', 'reason'] as const,
+  registers: [registry],
+})
+
 export const subscriptionsOpen = new Gauge({
   name: 'vaultgate_subscriptions_open',
   help: 'GraphQL subscription streams (SSE) open on this instance.',

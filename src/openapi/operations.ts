@@ -469,12 +469,19 @@ const EVENT_DOCS: Record<WebhookEventType, { component: string; summary: string;
     description:
       'A `redeem` transaction reached `completed`, by a status change or first seen completed; sent in addition to `transaction.status_changed` / `transaction.created`.',
   },
+  'transaction.removed': {
+    component: 'TransactionRemovedEvent',
+    summary: 'A chain reorg took a transaction back',
+    description:
+      'A transaction the chain source recorded is no longer on the chain (a reorg deeper than the confirmations replaced its block): it was deleted, and is sent as it was. If the new chain holds it again, it comes back as a new `transaction.created` (with a new id).',
+  },
 }
 
 const signatureHeaders: Param<string>['parse'] = (text) => text ?? ''
 const WEBHOOK_HEADERS = {
   'webhook-id': {
-    description: 'The event id: the same on every retry and replay of the event; deduplicate on it.',
+    description:
+      "The event id: the same on every retry and replay of the event, and, for a transaction's events, for the same change recorded again (derived from the transaction, the event type and the status change); deduplicate on it.",
     schema: { type: 'string' },
     parse: signatureHeaders,
   },

@@ -2,7 +2,7 @@ import type pg from 'pg'
 import type { Transport } from 'viem'
 import { systemClock, type Clock } from '../core/clock.js'
 import { logger } from '../core/log.js'
-import { sourceFollower, sourceHeadBlock, sourceLagBlocks, sourceReorgs, sourceRpcFailures, sourceSyncedBlock } from '../core/metrics.js'
+import { sourceFollower, sourceHeadBlock, sourceLagBlocks, sourcePaused, sourceReorgs, sourceRpcFailures, sourceSyncedBlock } from '../core/metrics.js'
 import { holdSessionLock, type SessionLock } from '../db/session-lock.js'
 import { validateImportDocument } from '../importer/document.js'
 import { checkChain } from './check.js'
@@ -10,14 +10,14 @@ import { collectRange, nextRange, ReorgDuringReadError, type FollowedVault, type
 import { vaultRecord, type SourceChain, type SourcesConfig, type SourceVault } from './config.js'
 import { LogFetcher } from './logs.js'
 import type { Hex, VaultSnapshot } from './mapping.js'
-import { ChainReader, watchConfirmedHead, type HeadWatch } from './reader.js'
+import { BlockTimeAheadError, ChainReader, sameHash, watchConfirmedHead, type BlockHeader, type HeadWatch } from './reader.js'
 import { describeRpcError, type RetryPolicy } from './rpc.js'
 import { sourcesStatus, type SourceStatus } from './status.js'
 import {
   type Cursor,
+  type ChainFollowStatus,
   CursorMovedError,
   cursorBlock,
-  forgetCursorBlocks,
   JOURNAL_BLOCKS,
   journalStarts,
   openCursors,
@@ -37,6 +37,12 @@ import {
 // read twice, nothing skipped. Before each range it checks that the block it stands on is still
 // the chain's; when a reorg deeper than the confirmations replaced it, the journaled ranges from
 // the fork on are rolled back and read again from the new chain.
+//
+// A node's word alone never erases data: a hash that disagrees with the journal is a reorg only
+// when the node says it again and its next block builds on it (replacementConfirmed). A node that
+// contradicts itself, or dates blocks ahead of the clock, pauses the chain (`degraded`: retried,
+// nothing deleted); a reorg deeper than the journal stops it (`stopped`) until the node agrees with
+// the journal again or an operator steps in (README "Following vaults on chain").
 //
 // One instance at a time follows (PostgreSQL: a session advisory lock, src/db/session-lock.ts;
 // the others wait and take over within the lock's retry time when it goes). Embedded PGlite
@@ -59,6 +65,45 @@ export interface SourceFollowerOptions {
   retry?: RetryPolicy
   /** After each committed change (the change NOTIFY reaches every instance too; this is the local shortcut). */
   onDataChanged?: () => void
+  /** CHAIN_MAX_CLOCK_SKEW_MS (default 15 min). */
+  maxClockSkewMs?: number
+}
+
+/**
+ * Why a chain is paused rather than failing like an unreachable node: each kind is one episode
+ * (one log line, the status and the vaultgate_source_paused gauge) until it is over.
+ */
+abstract class ChainPause extends Error {
+  abstract readonly status: Exclude<ChainFollowStatus, 'ok'>
+  abstract readonly reason: 'node_contradicts' | 'block_time_ahead' | 'deep_reorg'
+}
+
+/** The node gives a recorded block another hash, but not consistently: nothing is rolled back on it. */
+class NodeContradictionError extends ChainPause {
+  readonly status = 'degraded'
+  readonly reason = 'node_contradicts'
+  constructor(detail: string) {
+    super(`the node contradicts itself: ${detail}; following paused, nothing deleted, asking again`)
+    this.name = 'NodeContradictionError'
+  }
+}
+
+/** Every journaled block was replaced: rolling back would not reach the fork, so nothing is. */
+class DeepReorgError extends ChainPause {
+  readonly status = 'stopped'
+  readonly reason = 'deep_reorg'
+  constructor(from: bigint, to: bigint) {
+    super(
+      `the node replaced block ${to} and every journaled block down to ${from} (a reorg deeper than the journal's ${JOURNAL_BLOCKS} blocks, or a node on another chain); following stopped, nothing deleted. An operator decides: check rpc_url against another node; the chain is followed again by itself once its node agrees with the recorded blocks (README "Following vaults on chain")`,
+    )
+    this.name = 'DeepReorgError'
+  }
+}
+
+const pauseOf = (e: unknown): { status: 'degraded' | 'stopped'; reason: string; message: string } | undefined => {
+  if (e instanceof ChainPause) return { status: e.status, reason: e.reason, message: e.message }
+  if (e instanceof BlockTimeAheadError) return { status: 'degraded', reason: 'block_time_ahead', message: e.message }
+  return undefined
 }
 
 export interface SourceFollower {
@@ -158,6 +203,10 @@ class ChainFollower {
   private errorRecorded = false
   /** Why vaults were left out at start: it stays the chain's last error while the follower runs. */
   private leftOut: { message: string; at: Date } | null = null
+  /** The pause under way (ChainPause): one log line when it begins, one when it ends. */
+  private pause: { status: 'degraded' | 'stopped'; reason: string; since: Date } | null = null
+  /** What stopped the chain, while it is stopped (its message stays the status' last error). */
+  private deepReorg: DeepReorgError | undefined
   private readonly log
 
   constructor(
@@ -170,6 +219,8 @@ class ChainFollower {
       chain,
       transport: deps.transport?.(chain),
       retry: deps.retry,
+      clock: deps.clock,
+      maxClockSkewMs: deps.maxClockSkewMs,
       onFailure: (f) => {
         if (!f.reverted) sourceRpcFailures.inc({ chain: chain.name, retried: String(f.willRetry) })
       },
@@ -196,8 +247,14 @@ class ChainFollower {
     await this.catchUp(confirmed)
     this.observe()
     const now = this.deps.clock()
-    if (this.errorRecorded || now.getTime() - this.lastStateWrite >= STATE_HEARTBEAT_MS) {
-      await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, { head: this.reader.head ?? undefined, successAt: now, error: this.leftOut })
+    const resumed = this.endPause()
+    if (resumed || this.errorRecorded || now.getTime() - this.lastStateWrite >= STATE_HEARTBEAT_MS) {
+      await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, {
+        head: this.reader.head ?? undefined,
+        successAt: now,
+        error: this.leftOut,
+        status: 'ok',
+      })
       this.lastStateWrite = now.getTime()
       this.errorRecorded = false
     }
@@ -271,8 +328,36 @@ class ChainFollower {
    */
   private async canonical(ref: { number: bigint; hash: Hex }): Promise<boolean> {
     const answer = await this.reader.isCanonical(ref)
-    if (answer === null) throw new Error(`the node has no block ${ref.number} (behind, or its chain is shorter); asking again at the next poll`)
+    if (answer === null) throw missingBlock(ref.number)
     return answer
+  }
+
+  /** Whether the block a cursor stands on is still the chain's; a disagreement counts only once confirmed. */
+  private async stillStandsOn(ref: { number: bigint; hash: Hex }): Promise<boolean> {
+    const seen = await this.reader.headerIfAny(ref.number)
+    if (seen === null) throw missingBlock(ref.number)
+    if (sameHash(seen.hash, ref.hash)) return true
+    return !(await this.replacementConfirmed(ref, seen))
+  }
+
+  /**
+   * Is this contradiction real? The node gave `seen` where the journal has `recorded`. A reorg
+   * shows the same: asked again, the node gives the same other hash, and the block after it names
+   * that hash as its parent. A node that answers otherwise contradicts itself (a faulty or lying
+   * node, one node of a load balancer on another fork): NodeContradictionError, nothing rolled back.
+   */
+  private async replacementConfirmed(recorded: { number: bigint; hash: Hex }, seen: BlockHeader): Promise<boolean> {
+    const again = await this.reader.headerIfAny(recorded.number)
+    if (again === null) throw missingBlock(recorded.number)
+    if (!sameHash(again.hash, seen.hash))
+      throw new NodeContradictionError(`block ${recorded.number} is ${seen.hash}, then ${again.hash} (recorded: ${recorded.hash})`)
+    const next = await this.reader.headerIfAny(recorded.number + 1n)
+    if (next === null) throw missingBlock(recorded.number + 1n)
+    if (!sameHash(next.parentHash, again.hash))
+      throw new NodeContradictionError(
+        `block ${recorded.number} is ${again.hash} (recorded: ${recorded.hash}), but block ${next.number} names ${next.parentHash} as its parent`,
+      )
+    return true
   }
 
   private cursorList(): Cursor[] {
@@ -292,7 +377,7 @@ class ChainFollower {
       // The block the group stands on must still be the chain's (one request per distinct hash, usually one).
       let replaced = false
       for (const hash of new Set(group.map((c) => c.hash))) {
-        if (hash !== null && !(await this.canonical({ number: low, hash }))) {
+        if (hash !== null && !(await this.stillStandsOn({ number: low, hash }))) {
           replaced = true
           break
         }
@@ -379,13 +464,17 @@ class ChainFollower {
   }
 
   /**
-   * The block a cursor stands on was replaced: finds the newest journaled range start that is still
-   * the chain's and rolls every range after it back (src/sources/store.ts rollBack). Deeper than
-   * the journal, everything journaled is rolled back, the cursors keep their block numbers but not
-   * the replaced hashes, and the error says which records may be from the replaced chain.
+   * The block a cursor stands on was replaced (confirmed): finds the newest journaled range start
+   * that is still the chain's and rolls every range after it back (src/sources/store.ts rollBack).
+   * When none is (a reorg deeper than the journal, or a node on another chain), nothing is rolled
+   * back: DeepReorgError stops the chain (status `stopped`) until the node agrees with the journal
+   * again; erasing what the journal cannot restore is an operator's decision.
    */
   private async rollBack(): Promise<void> {
     const ids = [...this.active.keys()]
+    const deepest = this.cursorList().reduce((m, c) => (c.block > m ? c.block : m), 0n)
+    // Stopped already: the cursor check above has said it is still replaced; the journal is not walked again each poll.
+    if (this.pause?.status === 'stopped' && this.deepReorg) throw this.deepReorg
     const starts = await journalStarts(this.deps.db, ids)
     let keep: bigint | undefined
     for (const s of starts) {
@@ -394,20 +483,13 @@ class ChainFollower {
         break
       }
     }
+    if (keep === undefined) throw (this.deepReorg = new DeepReorgError(starts.at(-1)?.block ?? deepest, deepest))
     const now = this.deps.clock()
-    const deepest = this.cursorList().reduce((m, c) => (c.block > m ? c.block : m), 0n)
-    const result = await rollBack(this.deps.db, { vaultIds: ids, keep: keep ?? starts.at(-1)?.block ?? deepest, now })
-    if (keep === undefined) {
-      await forgetCursorBlocks(this.deps.db, ids)
-      this.log.error(
-        { replacedFrom: String(starts.at(-1)?.block ?? deepest), ...result },
-        `chain source: reorg deeper than the journal (${JOURNAL_BLOCKS} blocks); what it kept was rolled back, records before it may be from the replaced chain`,
-      )
-    } else
-      this.log.warn(
-        { keep: String(keep), replacedUpTo: String(deepest), ...result },
-        'chain source: reorg below the confirmed blocks; the ranges after the fork were rolled back and are read again',
-      )
+    const result = await rollBack(this.deps.db, { vaultIds: ids, keep, now })
+    this.log.warn(
+      { keep: String(keep), replacedUpTo: String(deepest), ...result },
+      'chain source: reorg below the confirmed blocks; the ranges after the fork were rolled back and are read again',
+    )
     sourceReorgs.inc({ chain: this.chain.name })
     this.cursors = await readCursors(this.deps.db, ids)
     this.observe()
@@ -427,14 +509,46 @@ class ChainFollower {
   }
 
   private onError(e: unknown): void {
+    const pause = pauseOf(e)
+    if (pause) {
+      this.beginPause(pause)
+      void this.recordError(pause.message, pause.status)
+      return
+    }
     // One line per distinct failure every few seconds at most (the logger's repeat limiter, src/core/log.ts).
     const message = describeRpcError(e)
     this.log.warn(`chain source: ${message}; trying again`)
     void this.recordError(message)
   }
 
-  private async recordError(message: string): Promise<void> {
+  /** A pause's first failure logs it and raises the gauge; the same pause again is quiet (it is retried at every poll). */
+  private beginPause(pause: { status: 'degraded' | 'stopped'; reason: string; message: string }): void {
+    if (this.pause?.reason === pause.reason) return
+    if (this.pause) sourcePaused.set({ chain: this.chain.name, reason: this.pause.reason }, 0)
+    this.pause = { status: pause.status, reason: pause.reason, since: this.deps.clock() }
+    sourcePaused.set({ chain: this.chain.name, reason: pause.reason }, 1)
+    if (pause.status === 'stopped') this.log.error({ reason: pause.reason }, `chain source: ${pause.message}`)
+    else this.log.warn({ reason: pause.reason }, `chain source: ${pause.message}`)
+  }
+
+  /** The chain was followed without a pause: ends the one under way (true if there was one). */
+  private endPause(): boolean {
+    const pause = this.pause
+    if (!pause) return false
+    this.pause = null
+    this.deepReorg = undefined
+    sourcePaused.set({ chain: this.chain.name, reason: pause.reason }, 0)
+    this.log.info(
+      { reason: pause.reason, pausedMs: this.deps.clock().getTime() - pause.since.getTime() },
+      'chain source: the node agrees with the recorded blocks again; following resumed',
+    )
+    return true
+  }
+
+  private async recordError(message: string, status?: ChainFollowStatus): Promise<void> {
     this.errorRecorded = true
-    await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, { error: { message, at: this.deps.clock() } }).catch(() => {})
+    await recordChainState(this.deps.db, this.chain.name, this.chain.chain_id, { error: { message, at: this.deps.clock() }, status }).catch(() => {})
   }
 }
+
+const missingBlock = (n: bigint) => new Error(`the node has no block ${n} (behind, or its chain is shorter); asking again at the next poll`)

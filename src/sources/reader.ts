@@ -10,6 +10,7 @@ import {
   type PublicClient,
   type Transport,
 } from 'viem'
+import { systemClock, type Clock } from '../core/clock.js'
 import { MULTICALL3_CANONICAL, vaultReadAbi } from './abi.js'
 import type { Address, SourceChain } from './config.js'
 import type { BlockRef, Hex, VaultState } from './mapping.js'
@@ -44,6 +45,31 @@ export interface ChainReaderOptions {
   /** Injected in tests. */
   sleep?: Sleep
   random?: () => number
+  /** CHAIN_MAX_CLOCK_SKEW_MS: how far ahead of `clock` a block's time may be (default 15 min). */
+  maxClockSkewMs?: number
+  clock?: Clock
+}
+
+/** A block header as the follower checks it. */
+export interface BlockHeader extends BlockRef {
+  parentHash: Hex
+}
+
+/**
+ * A block whose time is further ahead of the clock than CHAIN_MAX_CLOCK_SKEW_MS: not an answer to
+ * record (every snapshot and transaction carries its block's time), so it is refused like a
+ * missing block and asked for again.
+ */
+export class BlockTimeAheadError extends Error {
+  constructor(
+    readonly blockNumber: bigint,
+    readonly aheadMs: number,
+  ) {
+    super(
+      `block ${blockNumber} is dated ${Math.round(aheadMs / 1000)} s ahead of this gateway's clock (more than CHAIN_MAX_CLOCK_SKEW_MS); not recorded, asking again`,
+    )
+    this.name = 'BlockTimeAheadError'
+  }
 }
 
 interface Multicall {
@@ -84,6 +110,11 @@ function isContractFailure(error: unknown): boolean {
   )
 }
 
+/** CHAIN_MAX_CLOCK_SKEW_MS's default: 15 minutes. */
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 900_000
+
+export const sameHash = (a: Hex, b: Hex): boolean => a.toLowerCase() === b.toLowerCase()
+
 export class ChainReader {
   readonly chain: SourceChain
   readonly client: PublicClient
@@ -92,9 +123,13 @@ export class ChainReader {
   lastError: { at: Date; message: string } | null = null
   private multicall: Promise<Multicall | null> | undefined
   private readonly facts = new Map<Address, Promise<VaultFacts>>()
+  private readonly maxClockSkewMs: number
+  private readonly clock: Clock
 
   constructor(options: ChainReaderOptions) {
     this.chain = options.chain
+    this.maxClockSkewMs = options.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS
+    this.clock = options.clock ?? systemClock
     const base = options.transport ?? http(options.chain.rpc_url, { retryCount: 0, timeout: 20_000 })
     const transport = wrapTransport(
       base,
@@ -126,9 +161,27 @@ export class ChainReader {
     return confirmed >= 0n ? confirmed : null
   }
 
-  async block(number: bigint): Promise<BlockRef> {
+  /** Block `number`'s header; refused (BlockTimeAheadError) when it is dated too far ahead of the clock. */
+  async header(number: bigint): Promise<BlockHeader> {
     const b = await this.client.getBlock({ blockNumber: number })
-    return { number, hash: b.hash, timestamp: b.timestamp }
+    const aheadMs = Number(b.timestamp) * 1000 - this.clock().getTime()
+    if (aheadMs > this.maxClockSkewMs) throw new BlockTimeAheadError(number, aheadMs)
+    return { number, hash: b.hash, parentHash: b.parentHash, timestamp: b.timestamp }
+  }
+
+  async block(number: bigint): Promise<BlockRef> {
+    const { parentHash: _, ...ref } = await this.header(number)
+    return ref
+  }
+
+  /** Block `number`'s header, or null when the node has no such block (yet). */
+  async headerIfAny(number: bigint): Promise<BlockHeader | null> {
+    try {
+      return await this.header(number)
+    } catch (e) {
+      if (e instanceof BaseError && e.walk((x) => x instanceof BlockNotFoundError)) return null
+      throw e
+    }
   }
 
   /**
@@ -137,12 +190,8 @@ export class ChainReader {
    * node of a load-balanced provider lags behind the one that answered the head): it cannot say yet.
    */
   async isCanonical(ref: { number: bigint; hash: Hex }): Promise<boolean | null> {
-    try {
-      return (await this.block(ref.number)).hash.toLowerCase() === ref.hash.toLowerCase()
-    } catch (e) {
-      if (e instanceof BaseError && e.walk((x) => x instanceof BlockNotFoundError)) return null
-      throw e
-    }
+    const found = await this.headerIfAny(ref.number)
+    return found === null ? null : sameHash(found.hash, ref.hash)
   }
 
   /** The Multicall3 this reader uses, or null: configured, from viem's chain list, or probed once. */

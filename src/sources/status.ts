@@ -1,5 +1,5 @@
 import type { SourcesConfig } from './config.js'
-import { readSourceState, type SourceDb } from './store.js'
+import { readSourceState, type ChainFollowStatus, type SourceDb } from './store.js'
 
 // The freshness contract's `sources` (decisions §10): one entry per chain of the sources file,
 // from what the follower recorded in the database, so every instance answers the same (only one
@@ -14,6 +14,12 @@ export interface SourceStatus {
   chainId: number
   /** The vaults followed on it, as the sources file lists them. */
   vaultIds: string[]
+  /**
+   * `ok`; `degraded`: paused and retried by itself (the node contradicts itself about a recorded
+   * block, or dates blocks ahead of the clock), nothing deleted; `stopped`: a reorg deeper than the
+   * journal, nothing deleted, an operator decides. `lastError` says which.
+   */
+  status: ChainFollowStatus
   /** The chain's newest block when the follower last recorded something; null before that. */
   headBlock: string | null
   /** The newest block recorded for every vault of the chain; null before the first. */
@@ -57,6 +63,7 @@ export async function sourcesStatus(db: SourceDb, sources: SourcesConfig | undef
       chain: chain.name,
       chainId: chain.chain_id,
       vaultIds,
+      status: state?.status ?? 'ok',
       headBlock: head === null ? null : head.toString(),
       syncedBlock: synced === null ? null : synced.block.toString(),
       lagBlocks: head === null || synced === null ? null : Number(head - synced.block),

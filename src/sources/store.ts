@@ -3,7 +3,7 @@ import { recomputeDataAsOf } from '../freshness/store.js'
 import { announceDataChange } from '../importer/changes.js'
 import type { ImportDocument, ImportVault } from '../importer/document.js'
 import { syncLiveValues, writeImport, type ImportCounts } from '../importer/write.js'
-import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
+import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges, emitRemovals, takenBack } from '../webhooks/emit.js'
 import type { VaultProgress } from './collect.js'
 import type { Address } from './config.js'
 import type { BlockRef, Hex } from './mapping.js'
@@ -231,7 +231,7 @@ export async function writeRange(
       input.vaults.map((v) => v.vaultId),
       (block.number - JOURNAL_BLOCKS).toString(),
     )
-    await recordChainState(tx, chain.name, chain.chainId, { head: chain.head, successAt: now, error: chain.error })
+    await recordChainState(tx, chain.name, chain.chainId, { head: chain.head, successAt: now, error: chain.error, status: 'ok' })
     return counts
   }, TRANSACTION_OPTIONS)
 }
@@ -274,9 +274,10 @@ interface JournalRow {
  * transaction: the transactions the ranges created are deleted, the redeems they completed are
  * pending again (completed_at null), their snapshots are deleted and the vaults' live values are
  * those of their newest remaining snapshot, and each cursor is back where its oldest undone range
- * started (with the progress it had there). Webhook endpoints get `transaction.status_changed` for
- * each reopened redeem and `vault.updated` for each vault whose live values moved (no event type
- * says "deleted"); the change NOTIFY tells every instance (caches, subscribers) to read again.
+ * started (with the progress it had there). Webhook endpoints get `transaction.removed` for each
+ * deleted transaction, `transaction.status_changed` for each reopened redeem and `vault.updated`
+ * for each vault that lost records; the transactions taken back start a new event generation (their
+ * next events get new ids). The change NOTIFY tells every instance (caches, subscribers) to read again.
  */
 export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[]; keep: bigint; now: Date }): Promise<Rollback> {
   return db.$transaction(async (tx) => {
@@ -313,6 +314,7 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
          ON CONFLICT (kind, id) DO NOTHING`,
         completed,
       )
+    if (capture) await emitRemovals(tx, capture, inserted)
     result.transactionsDeleted = await tx.$executeRawUnsafe(`DELETE FROM transactions WHERE id = ANY($1::text[])`, inserted)
     result.redeemsReopened = await tx.$executeRawUnsafe(
       `UPDATE transactions SET status = 'pending', completed_at = NULL WHERE id = ANY($1::text[]) AND status = 'completed'`,
@@ -324,6 +326,15 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
       JSON.stringify(snapshots),
     )
     await syncLiveValues(tx, result.vaultIds, capture?.vaults ?? false)
+    // A vault that lost records changed even when its live values did not (its history did).
+    const lost = [
+      ...new Set(rows.filter((r) => r.inserted_transactions.length + r.completed_transactions.length + r.snapshot_times.length > 0).map((r) => r.vault_id)),
+    ]
+    if (capture?.vaults)
+      await tx.$executeRawUnsafe(
+        `INSERT INTO ${CHANGES_TABLE} (kind, id) SELECT 'vault_values', id FROM unnest($1::text[]) AS id ON CONFLICT (kind, id) DO NOTHING`,
+        lost,
+      )
     // The ranges taken back may have held the newest data (decisions §10 data_as_of).
     await recomputeDataAsOf(tx)
     await tx.$executeRawUnsafe(
@@ -344,21 +355,13 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
     )
     await tx.$executeRawUnsafe(`DELETE FROM source_journal WHERE vault_id = ANY($1::text[]) AND to_block > $2::bigint`, input.vaultIds, input.keep.toString())
     if (capture) await emitCapturedChanges(tx, capture)
+    await takenBack(tx, [...inserted, ...completed])
     // Subscribers hear of the vaults and of the redeems pending again (a deleted transaction has
     // nothing left to show; its wallet's history simply no longer lists it).
     const reopened = new Set(completed)
     await announceDataChange(tx, { vaults: result.vaultIds, transactions: touched.filter((r) => reopened.has(r.id)) })
     return result
   }, TRANSACTION_OPTIONS)
-}
-
-/**
- * After a reorg deeper than the journal: the cursors keep their block numbers and progress but
- * not the replaced blocks' hashes, so following goes on from there instead of finding them
- * replaced again.
- */
-export async function forgetCursorBlocks(db: SourceDb, vaultIds: readonly string[]): Promise<void> {
-  await db.$executeRawUnsafe(`UPDATE source_cursors SET block_hash = NULL, block_timestamp = NULL WHERE vault_id = ANY($1::text[])`, vaultIds)
 }
 
 /**
@@ -369,17 +372,18 @@ export async function recordChainState(
   db: Pick<SourceDb, '$executeRawUnsafe'> | Prisma.TransactionClient,
   chain: string,
   chainId: number,
-  seen: { head?: bigint; successAt?: Date; error?: { message: string; at: Date } | null },
+  seen: { head?: bigint; successAt?: Date; error?: { message: string; at: Date } | null; status?: ChainFollowStatus },
 ): Promise<void> {
   const keepError = seen.error === undefined
   await db.$executeRawUnsafe(
-    `INSERT INTO source_chains (chain, chain_id, head_block, last_success_at, last_error, last_error_at)
-     VALUES ($1, $2, $3::bigint, $4::timestamptz, $5, $6::timestamptz)
+    `INSERT INTO source_chains (chain, chain_id, head_block, last_success_at, last_error, last_error_at, status)
+     VALUES ($1, $2, $3::bigint, $4::timestamptz, $5, $6::timestamptz, coalesce($8, 'ok'))
      ON CONFLICT (chain) DO UPDATE SET chain_id = EXCLUDED.chain_id,
        head_block = coalesce(EXCLUDED.head_block, source_chains.head_block),
        last_success_at = coalesce(EXCLUDED.last_success_at, source_chains.last_success_at),
        last_error = CASE WHEN $7 THEN source_chains.last_error ELSE EXCLUDED.last_error END,
-       last_error_at = CASE WHEN $7 THEN source_chains.last_error_at ELSE EXCLUDED.last_error_at END`,
+       last_error_at = CASE WHEN $7 THEN source_chains.last_error_at ELSE EXCLUDED.last_error_at END,
+       status = coalesce($8, source_chains.status)`,
     chain,
     chainId,
     seen.head?.toString() ?? null,
@@ -387,8 +391,16 @@ export async function recordChainState(
     seen.error?.message ?? null,
     seen.error?.at.toISOString() ?? null,
     keepError,
+    seen.status ?? null,
   )
 }
+
+/**
+ * How a chain is followed: `ok`; `degraded` (paused by itself and retried: the node contradicts
+ * itself, or serves block times ahead of the clock); `stopped` (a reorg deeper than the journal:
+ * nothing is erased, an operator decides).
+ */
+export type ChainFollowStatus = 'ok' | 'degraded' | 'stopped'
 
 export interface ChainStateRow {
   chain: string
@@ -397,6 +409,7 @@ export interface ChainStateRow {
   last_success_at: Date | null
   last_error: string | null
   last_error_at: Date | null
+  status: ChainFollowStatus
 }
 
 /** The chains' recorded states, and per vault its cursor (block and block time). */
@@ -405,7 +418,7 @@ export async function readSourceState(
   vaultIds: readonly string[],
 ): Promise<{ chains: ChainStateRow[]; cursors: { vault_id: string; block_number: string; block_timestamp: string | null }[] }> {
   const chains = await db.$queryRawUnsafe<ChainStateRow[]>(
-    `SELECT chain, chain_id, head_block::text, last_success_at, last_error, last_error_at FROM source_chains ORDER BY chain`,
+    `SELECT chain, chain_id, head_block::text, last_success_at, last_error, last_error_at, status FROM source_chains ORDER BY chain`,
   )
   const cursors = await db.$queryRawUnsafe<{ vault_id: string; block_number: string; block_timestamp: string | null }[]>(
     `SELECT vault_id, block_number::text, block_timestamp::text FROM source_cursors WHERE vault_id = ANY($1::text[])`,

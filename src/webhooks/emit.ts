@@ -6,7 +6,9 @@ import {
   createChangeCapture,
   emitCapturedEvents,
   insertOutbox,
+  emitRemovedTransactions,
   liveEndpointFilters,
+  nextTransactionGeneration,
   notifyWorkers,
   wantedEventTypes,
   type EmitCounts,
@@ -82,7 +84,7 @@ export interface ChangeCapture {
   types: readonly string[]
 }
 
-const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.completed']
+const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.completed', 'transaction.removed']
 
 /** Call first in the writing transaction: creates the capture table when some live endpoint wants the events. */
 export async function beginChangeCapture(tx: SqlClient): Promise<ChangeCapture | null> {
@@ -101,3 +103,23 @@ export async function emitCapturedChanges(tx: SqlClient, capture: ChangeCapture,
   if (result.deliveries > 0) await notifyWorkers(tx)
   return result
 }
+
+/**
+ * In a chain reorg's rollback (src/sources/store.ts), before the transactions `ids` are deleted:
+ * `transaction.removed` for each, as it was recorded.
+ */
+export async function emitRemovals(tx: SqlClient, capture: ChangeCapture, ids: readonly string[], options: EmitOptions = {}): Promise<EmitResult> {
+  if (!capture.types.includes('transaction.removed')) return { events: 0, deliveries: 0 }
+  const now = (options.clock ?? systemClock)()
+  const until = new Date(now.getTime() + (options.retryWindowMs ?? DEFAULT_RETRY.windowMs))
+  const result = await emitRemovedTransactions(tx, ids, now, until)
+  if (result.deliveries > 0) await notifyWorkers(tx)
+  return result
+}
+
+/**
+ * Last in a rollback: the transactions it deleted or reopened start a new generation, so their
+ * next events (the new chain recording them again) get new ids, while the same change recorded
+ * twice without a rollback keeps its id (src/webhooks/store.ts TRANSACTION_EVENT_ID).
+ */
+export const takenBack = (tx: SqlClient, ids: readonly string[]): Promise<void> => nextTransactionGeneration(tx, ids)

@@ -9,7 +9,7 @@ import { AmountString as Amount, TimestampString as Timestamp } from '../core/fo
 // Every event is validated against its schema before it enters the outbox, so a receiver never
 // sees a shape other than the documented one (src/webhooks/README.md).
 
-export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.completed'] as const
+export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.completed', 'transaction.removed'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 const Address = z
@@ -55,11 +55,16 @@ export const RedeemCompletedData = TransactionData.refine((d) => d.type === 'red
 })
 export type RedeemCompletedData = z.infer<typeof RedeemCompletedData>
 
+/** A transaction a chain reorg took back (src/sources/store.ts rollBack): the transaction as it was recorded. */
+export const TransactionRemovedData = TransactionData
+export type TransactionRemovedData = z.infer<typeof TransactionRemovedData>
+
 export const eventDataSchemas = {
   'vault.updated': VaultUpdatedData,
   'transaction.created': TransactionData,
   'transaction.status_changed': TransactionStatusChangedData,
   'redeem.completed': RedeemCompletedData,
+  'transaction.removed': TransactionRemovedData,
 } as const satisfies Record<WebhookEventType, z.ZodType>
 
 /** One event as an emitter hands it to emitEvents(). */
@@ -68,6 +73,7 @@ export type WebhookEventInput =
   | { type: 'transaction.created'; data: TransactionData }
   | { type: 'transaction.status_changed'; data: TransactionStatusChangedData }
   | { type: 'redeem.completed'; data: RedeemCompletedData }
+  | { type: 'transaction.removed'; data: TransactionRemovedData }
 
 /**
  * The body a receiver gets (Standard Webhooks' recommended payload structure). The event id is

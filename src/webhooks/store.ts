@@ -58,12 +58,14 @@ const matches = (alias: string) => `e.disabled_at IS NULL
 // Shared by emitEvents() and the import's emission: `input` (id, type, vault_id, data) → events
 // that some endpoint wants, and their deliveries. Payloads are json, not jsonb, so each keeps its
 // documented key order byte for byte.
-const OUTBOX_INSERT_SQL = (input: string, now: string, until: string) => `
-WITH input AS (${input}), events AS (
+const OUTBOX_INSERT_SQL = (input: string, now: string, until: string, alongside = '') => `
+WITH input AS (${input}), ${alongside} events AS (
   INSERT INTO webhook_events (id, type, vault_id, payload, created_at)
   SELECT i.id, i.type, i.vault_id, i.data, ${now}
   FROM input i
   WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE ${matches('i')})
+  -- An event id already written is the same change written again (TRANSACTION_EVENT_ID): not sent twice.
+  ON CONFLICT (id) DO NOTHING
   RETURNING id, type, vault_id
 ), deliveries AS (
   INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at, retry_until, created_at, updated_at)
@@ -125,18 +127,32 @@ const TRANSACTION_JSON = `
   'amount', trim_scale(t.amount)::text, 'shares', trim_scale(t.shares)::text, 'timestamp', ${ts('t.timestamp')},
   'completed_at', ${ts('t.completed_at')}, 'tx_hash', t.tx_hash`
 
+/**
+ * The id of a transaction's event (its `webhook-id`), derived from what the event says rather than
+ * drawn at random: the event type, the transaction id, the status change (for
+ * `transaction.status_changed`) and the transaction's generation (`g`: how many times its status
+ * changed or a chain reorg took it back, src/sources/store.ts rollBack). The same change recorded
+ * twice (a range read again) carries the same id, so a receiver de-duplicates it and the outbox
+ * does not write it twice; after a reorg took the transaction back, its return is a new event.
+ */
+const TRANSACTION_EVENT_ID = (type: string, previousStatus = 'NULL') =>
+  `md5(concat_ws(':', 'vaultgate-event', '${type}', t.id, coalesce(g.generation, 0)::text, ${previousStatus}::text,
+     CASE WHEN ${previousStatus} IS NULL THEN NULL ELSE t.status::text END))::uuid`
+const GENERATION_JOIN = `LEFT JOIN transaction_event_generations g ON g.transaction_id = t.id`
+
 const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
   `
-  SELECT gen_random_uuid() AS id, 'transaction.created' AS type, t.vault_id, json_build_object(${TRANSACTION_JSON}) AS data
-  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  SELECT ${TRANSACTION_EVENT_ID('transaction.created')} AS id, 'transaction.created' AS type, t.vault_id, json_build_object(${TRANSACTION_JSON}) AS data
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
   WHERE c.kind = 'transaction' AND c.previous_status IS NULL AND 'transaction.created' = ANY ($3::text[])
   UNION ALL
-  SELECT gen_random_uuid(), 'transaction.status_changed', t.vault_id, json_build_object(${TRANSACTION_JSON}, 'previous_status', c.previous_status)
-  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  SELECT ${TRANSACTION_EVENT_ID('transaction.status_changed', 'c.previous_status')}, 'transaction.status_changed', t.vault_id,
+    json_build_object(${TRANSACTION_JSON}, 'previous_status', c.previous_status)
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
   WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL AND 'transaction.status_changed' = ANY ($3::text[])
   UNION ALL
-  SELECT gen_random_uuid(), 'redeem.completed', t.vault_id, json_build_object(${TRANSACTION_JSON})
-  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  SELECT ${TRANSACTION_EVENT_ID('redeem.completed')}, 'redeem.completed', t.vault_id, json_build_object(${TRANSACTION_JSON})
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
   WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'completed'
     AND 'redeem.completed' = ANY ($3::text[])
   UNION ALL
@@ -150,7 +166,45 @@ const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
   GROUP BY v.id`,
   '$1::timestamptz',
   '$2::timestamptz',
+  // A status that changes back and forth (completed, pending again, completed) makes the same
+  // transition twice: each status change starts a new generation, so the next one is a new event.
+  // In the same statement, so the ids above are computed with the generation before it.
+  `generations AS (
+    INSERT INTO transaction_event_generations (transaction_id, generation)
+    SELECT c.id, 1 FROM ${CHANGES_TABLE} c WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL
+    ON CONFLICT (transaction_id) DO UPDATE SET generation = transaction_event_generations.generation + 1
+  ),`,
 )
+
+const REMOVED_EVENTS_SQL = OUTBOX_INSERT_SQL(
+  `
+  SELECT ${TRANSACTION_EVENT_ID('transaction.removed')} AS id, 'transaction.removed' AS type, t.vault_id, json_build_object(${TRANSACTION_JSON}) AS data
+  FROM transactions t ${GENERATION_JOIN}
+  WHERE t.id = ANY ($3::text[])`,
+  '$1::timestamptz',
+  '$2::timestamptz',
+)
+
+/**
+ * `transaction.removed` for the transactions `ids`, as they are now: call before deleting them
+ * (a chain reorg's rollback, src/sources/store.ts).
+ */
+export async function emitRemovedTransactions(tx: SqlClient, ids: readonly string[], now: Date, retryUntil: Date): Promise<EmitCounts> {
+  if (ids.length === 0) return { events: 0, deliveries: 0 }
+  const [counts] = await tx.$queryRawUnsafe<EmitCounts[]>(REMOVED_EVENTS_SQL, now.toISOString(), retryUntil.toISOString(), ids)
+  return counts!
+}
+
+/** A reorg took these transactions back: their next events are new ones (TRANSACTION_EVENT_ID). Call after their events are written. */
+export async function nextTransactionGeneration(tx: SqlClient, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
+  await tx.$executeRawUnsafe(
+    `INSERT INTO transaction_event_generations (transaction_id, generation)
+     SELECT DISTINCT id, 1 FROM unnest($1::text[]) AS id
+     ON CONFLICT (transaction_id) DO UPDATE SET generation = transaction_event_generations.generation + 1`,
+    ids,
+  )
+}
 
 /** Turns the captured changes into outbox rows for the wanted `types`, in one statement. */
 export async function emitCapturedEvents(tx: SqlClient, types: readonly string[], now: Date, retryUntil: Date): Promise<EmitCounts> {

@@ -279,6 +279,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       chain: 'anvil',
       chainId: CHAIN_ID,
       vaultIds: ['usd-4626', 'usd-7540'],
+      status: 'ok',
       headBlock: '28',
       syncedBlock: '26',
       syncedAt: new Date(iso(26)),
@@ -474,6 +475,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
 
   it('rolls a reorg deeper than the confirmations back: its events leave the answers, the redeem it completed is pending again', async () => {
     const hooks = await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/hooks', event_types: ['transaction.status_changed', 'redeem.completed'] })
+    const removals = await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/removals', event_types: ['transaction.removed', 'vault.updated'] })
     const fork = await chain.snapshot()
     const forkBlock = await chain.blockNumber()
     // The branch that will be replaced: Dave's redeem fulfilled and claimed, Alice deposits again.
@@ -535,6 +537,34 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       ['transaction.status_changed', daveRedeemId, 'completed', 'pending', iso(daveClaim.blockNumber)],
       ['transaction.status_changed', daveRedeemId, 'pending', 'completed', null],
     ])
+    // What the reorg took away is announced: Alice's second deposit removed (as it was recorded),
+    // and both vaults updated to their values without the replaced branch, before the new branch.
+    const announced = await db.prisma.$queryRawUnsafe<{ type: string; payload: Record<string, unknown> }[]>(
+      `SELECT e.type, e.payload FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE d.endpoint_id = $1::uuid ORDER BY e.created_at, e.type, e.vault_id`,
+      removals.endpoint.id,
+    )
+    const removed = announced.filter((e) => e.type === 'transaction.removed').map((e) => e.payload)
+    expect(removed).toEqual([
+      {
+        id: idOf(aliceAgain, vault, 'Deposit'),
+        vault_id: 'usd-4626',
+        address: alice,
+        type: 'deposit',
+        status: 'completed',
+        amount: '5',
+        shares: expect.any(String),
+        timestamp: iso(aliceAgain.blockNumber),
+        completed_at: iso(aliceAgain.blockNumber),
+        tx_hash: aliceAgain.transactionHash,
+      },
+    ])
+    const afterRemoval = announced.slice(announced.findIndex((e) => e.type === 'transaction.removed'))
+    expect(afterRemoval.filter((e) => e.type === 'vault.updated').map((e) => [e.payload.vault_id, e.payload.tvl])).toEqual(
+      expect.arrayContaining([
+        ['usd-4626', '1660.049999'],
+        ['usd-7540', '2420.000001'],
+      ]),
+    )
     expect(await metric('vaultgate_source_reorgs_total')).toBe(1)
   })
 

@@ -4,6 +4,11 @@ import { builder } from '../builder.js'
 
 // Freshness (docs/spec/decisions.md §10): how old the data is, the same object as GET /v1/status.
 
+const SourceFollowStatus = builder.enumType('SourceFollowStatus', {
+  values: ['ok', 'degraded', 'stopped'] as const,
+  description: 'How a chain source is followed.',
+})
+
 const SourceStatusRef = builder.objectRef<SourceStatus>('SourceStatus').implement({
   description: 'A chain of VAULT_SOURCES_FILE as its follower last recorded it (the same on every instance).',
   fields: (t) => ({
@@ -11,6 +16,12 @@ const SourceStatusRef = builder.objectRef<SourceStatus>('SourceStatus').implemen
     chain: t.exposeString('chain'),
     chainId: t.exposeInt('chainId'),
     vaultIds: t.exposeStringList('vaultIds', { description: 'The vaults followed on this chain.' }),
+    status: t.field({
+      type: SourceFollowStatus,
+      resolve: (s) => s.status,
+      description:
+        '`ok`; `degraded`: paused and retried by itself (the node contradicts itself about a recorded block, or dates blocks ahead of the clock), nothing deleted; `stopped`: a reorg deeper than the journal, nothing deleted, an operator decides. `lastError` says which.',
+    }),
     headBlock: t.exposeString('headBlock', { nullable: true, description: "The chain's newest block when last read (a decimal string); null before." }),
     syncedBlock: t.exposeString('syncedBlock', {
       nullable: true,

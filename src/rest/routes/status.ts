@@ -13,6 +13,10 @@ const SourceStatusSchema = component(
       chain: z.string(),
       chain_id: z.int(),
       vault_ids: z.array(z.string()).meta({ description: 'The vaults followed on this chain.' }),
+      status: z.enum(['ok', 'degraded', 'stopped']).meta({
+        description:
+          '`ok`; `degraded`: paused and retried by itself (the node contradicts itself about a recorded block, or dates blocks ahead of the clock), nothing deleted; `stopped`: a reorg deeper than the journal, nothing deleted, an operator decides. `last_error` says which.',
+      }),
       head_block: z.string().nullable().meta({ description: "The chain's newest block when last read, a decimal string; null before." }),
       synced_block: z.string().nullable().meta({ description: 'The newest block recorded for every vault of the chain, a decimal string; null before.' }),
       lag_blocks: z.int().nullable().meta({ description: 'head_block − synced_block: the confirmations plus how far behind the follower is.' }),
