@@ -82,7 +82,7 @@ export interface ChangeCapture {
   types: readonly string[]
 }
 
-const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.completed']
+const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed']
 
 /** Call first in the writing transaction: creates the capture table when some live endpoint wants the events. */
 export async function beginChangeCapture(tx: SqlClient): Promise<ChangeCapture | null> {

@@ -135,6 +135,11 @@ const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
   FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
   WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL AND 'transaction.status_changed' = ANY ($3::text[])
   UNION ALL
+  SELECT gen_random_uuid(), 'redeem.claimable', t.vault_id, json_build_object(${TRANSACTION_JSON})
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
+  WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'claimable'
+    AND 'redeem.claimable' = ANY ($3::text[])
+  UNION ALL
   SELECT gen_random_uuid(), 'redeem.completed', t.vault_id, json_build_object(${TRANSACTION_JSON})
   FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id
   WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'completed'
