@@ -75,7 +75,7 @@ describe(`vaultgate webhooks (${testBackend})`, () => {
     const list = await runCli(['webhooks', 'list'], env)
     expect(list.code).toBe(0)
     expect(list.stdout).toMatch(
-      /^\S+ {2}http:\/\/127\.0\.0\.1:9\/hook {2}vault\.updated,transaction\.created,transaction\.status_changed,redeem\.completed {2}all vaults\n$/,
+      /^\S+ {2}http:\/\/127\.0\.0\.1:9\/hook {2}vault\.updated,transaction\.created,transaction\.status_changed,redeem\.claimable,redeem\.completed {2}all vaults\n$/,
     )
     const wrong = await runCli(['webhooks', 'add', 'http://127.0.0.1:9/hook', 'vault.exploded'], env)
     expect(wrong.code).toBe(2)
