@@ -121,7 +121,8 @@ const historyQuery = {
   cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
 }
 
-const HISTORY_DOCUMENT = `query UserTransactions($address: String!, $vaultId: ID, $type: TransactionType, $first: Int, $after: String) {
+/** A history page's document; `name` is the route's operation (its OpenAPI operationId). */
+const historyDocument = (name: string) => `query ${name}($address: String!, $vaultId: ID, $type: TransactionType, $first: Int, $after: String) {
     user(address: $address) {
       transactions(vaultId: $vaultId, type: $type, first: $first, after: $after) {
         edges { node { ${selectionOf(TransactionSchema)} } }
@@ -147,7 +148,7 @@ const walletTransactions = defineRoute({
   query: { vault_id: textParam('Only transactions in this vault.', 'usdc-prime'), ...historyQuery },
   response: TransactionList,
   errors: ['bad_request', 'not_found'],
-  document: HISTORY_DOCUMENT,
+  document: historyDocument('WalletTransactions'),
   variables: ({ params, query }) => historyVariables(params.address, query.vault_id ?? null, query),
   shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
@@ -162,7 +163,7 @@ const transactions = defineRoute({
   query: historyQuery,
   response: TransactionList,
   errors: ['bad_request', 'not_found'],
-  document: HISTORY_DOCUMENT,
+  document: historyDocument('UserTransactions'),
   variables: ({ params, query }) => historyVariables(params.address, params.vault_id, query),
   shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
