@@ -443,7 +443,11 @@ export function createProgram(): Command {
     .command('add')
     .description('Register an endpoint; prints its signing secret, once.')
     .argument('<url>', 'where events are POSTed (https; http too outside production)')
-    .argument('<types>', 'comma-separated event types, or all: vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed', eventTypes)
+    .argument(
+      '<types>',
+      'comma-separated event types, or all: vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed',
+      eventTypes,
+    )
     .argument('[vaults]', 'comma-separated vault ids (every vault when left out)', commaList)
     .action((url: string, types: string[], vaults: string[] | undefined) =>
       webhooksCommand({ action: 'add', url, eventTypes: types, ...(vaults ? { vaultIds: vaults } : {}) }),
