@@ -34,8 +34,10 @@ try {
   const out = (s: string) => process.stdout.write(`${s}\n`)
   out(`${total} bench transactions; ${total / 2} in the bench wallet's history; page size ${limit}\n`)
   out('filter    depth    plan                 index                          rows  buffers   ms')
-  for (const type of [null, 'deposit', 'withdraw', 'redeem'] as const) {
-    const filter: HistoryFilter = { address: BENCH_WALLET, vaultId: BENCH_VAULT, type }
+  // The per-vault list, then the same wallet across vaults (decisions §14; its own indexes).
+  for (const [vaultId, type] of [BENCH_VAULT, null].flatMap((v) => ([null, 'deposit', 'withdraw', 'redeem'] as const).map((t) => [v, t] as const))) {
+    const filter: HistoryFilter = { address: BENCH_WALLET, vaultId, type }
+    const expected = `transactions_${vaultId === null ? 'wallet_' : ''}history${type === null ? '' : '_type'}_idx`
     const size = type === null ? total / 2 : total / 6
     for (const depth of [0, Math.floor(size / 2), Math.floor(size) - limit - 1]) {
       const after = depth === 0 ? null : await positionAt(db.prisma, filter, depth)
@@ -44,13 +46,13 @@ try {
       const ok =
         plan.nodeTypes.join(',') === 'Limit,Index Scan' &&
         plan.indexScans.length === 1 &&
-        scan!.index === (type === null ? 'transactions_history_idx' : 'transactions_history_type_idx') &&
+        scan!.index === expected &&
         scan!.rows <= limit + 1 &&
         scan!.removedByFilter === 0 &&
         (after === null || scan!.cond.includes('ROW("timestamp", id) < ROW('))
       failed ||= !ok
       out(
-        `${(type ?? 'all').padEnd(9)} ${String(depth).padStart(6)}   ${plan.nodeTypes.join(' > ').padEnd(20)} ${(scan?.index ?? '-').padEnd(30)} ${String(scan?.rows ?? '-').padStart(4)} ${String(plan.buffers).padStart(8)} ${plan.executionMs.toFixed(2).padStart(6)}${ok ? '' : '   FAILED'}`,
+        `${`${vaultId === null ? '*' : ''}${type ?? 'all'}`.padEnd(9)} ${String(depth).padStart(6)}   ${plan.nodeTypes.join(' > ').padEnd(20)} ${(scan?.index ?? '-').padEnd(30)} ${String(scan?.rows ?? '-').padStart(4)} ${String(plan.buffers).padStart(8)} ${plan.executionMs.toFixed(2).padStart(6)}${ok ? '' : '   FAILED'}`,
       )
     }
   }

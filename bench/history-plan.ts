@@ -57,7 +57,7 @@ export async function explainHistoryPage(db: Db, filter: HistoryFilter, after: H
 export async function positionAt(db: Db, filter: HistoryFilter, depth: number): Promise<HistoryPosition> {
   const [row] = await db.$queryRaw<{ timestamp: Date; id: string }[]>`
     SELECT "timestamp", id FROM transactions
-    WHERE address = ${filter.address} AND vault_id = ${filter.vaultId}${filter.type === null ? Prisma.empty : Prisma.sql` AND type = ${filter.type}::"TransactionType"`}
+    WHERE address = ${filter.address}${filter.vaultId === null ? Prisma.empty : Prisma.sql` AND vault_id = ${filter.vaultId}`}${filter.type === null ? Prisma.empty : Prisma.sql` AND type = ${filter.type}::"TransactionType"`}
     ORDER BY "timestamp" DESC, id DESC OFFSET ${depth}::int LIMIT 1`
   if (!row) throw new Error(`the history has fewer than ${depth + 1} rows`)
   return { timestamp: row.timestamp, id: row.id }

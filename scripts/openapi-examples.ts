@@ -49,6 +49,8 @@ const responses: Record<string, unknown> = {
   'GET /v1/users/{address}/vaults/{vault_id}/transactions': await get(`/v1/users/${holder.address}/vaults/${holder.vaultId}/transactions?limit=2`),
   'GET /v1/users/{address}/redeems': await get(`/v1/users/${pending.address}/redeems`),
   'GET /v1/users/{address}/vaults/{vault_id}/summary': await get(`/v1/users/${holder.address}/vaults/${holder.vaultId}/summary`),
+  'GET /v1/users/{address}/transactions': await get(`/v1/users/${holder.address}/transactions?limit=2`),
+  'GET /v1/users/{address}/positions': await get(`/v1/users/${holder.address}/positions`),
 }
 
 const examples = {

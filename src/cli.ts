@@ -454,7 +454,7 @@ export function createProgram(): Command {
     .argument('<url>', 'where events are POSTed (https; http too outside production)')
     .argument(
       '<types>',
-      'comma-separated event types, or all: vault.updated, transaction.created, transaction.status_changed, redeem.completed, transaction.removed',
+      'comma-separated event types, or all: vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed, transaction.removed',
       eventTypes,
     )
     .argument('[vaults]', 'comma-separated vault ids (every vault when left out)', commaList)

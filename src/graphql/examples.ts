@@ -172,6 +172,29 @@ query Wallet {
 `,
     },
     {
+      query: `# A wallet across vaults: its latest transactions in every
+# vault (newest first, paged; vaultId narrows it), its open
+# positions, and its redeem queue: each pending redeem's place,
+# the amount ahead of it and its ETA (p50/p90), the claimable
+# ones ready to claim.
+query WalletAcrossVaults {
+  user(address: ${JSON.stringify(ids.wallet)}) {
+    address
+    asOf
+    transactions(first: 20) {
+      edges { node { id vaultId type status amount timestamp txHash } }
+      pageInfo { hasNextPage endCursor }
+    }
+    positions(includeClosed: false) { vaultId shareBalance positionValueUsd allTimeEarned }
+    pendingRedeems {
+      totalPending totalClaimable averageRedeemDelay
+      pendingRedeems { vaultId amount submittedAt status queuePosition amountAhead eta { p50 p90 } }
+    }
+  }
+}
+`,
+    },
+    {
       query: `# How old the data is (the Data-As-Of header of reads), the
 # last import, and each followed chain's state.
 query Meta {
@@ -198,7 +221,7 @@ subscription VaultUpdated {
     },
     {
       query: `# Live: each transaction of the wallet added or updated (a
-# redeem completed), in any vault.
+# redeem claimable or completed), in any vault.
 subscription WalletActivity {
   walletActivity(address: ${JSON.stringify(ids.wallet)}) { id vaultId type status amount timestamp txHash }
 }

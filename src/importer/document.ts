@@ -335,8 +335,12 @@ export function consistencyIssues(doc: ImportDocument): Issue[] {
   doc.transactions.forEach((t, i) => {
     if (t.completed_at === null && t.status === 'completed')
       issues.push({ path: ['transactions', i, 'completed_at'], message: 'is required when status is "completed"' })
+    // decisions §14: `claimable` is a redeem's state between fulfilment and claim.
+    if (t.status === 'claimable' && t.type !== 'redeem')
+      issues.push({ path: ['transactions', i, 'status'], message: `"claimable" is only for redeems, not for a ${t.type}` })
     if (t.completed_at !== null) {
-      if (t.status === 'pending') issues.push({ path: ['transactions', i, 'completed_at'], message: 'must be null while status is "pending"' })
+      if (t.status === 'pending' || t.status === 'claimable')
+        issues.push({ path: ['transactions', i, 'completed_at'], message: `must be null while status is "${t.status}"` })
       else if (t.completed_at < t.timestamp) issues.push({ path: ['transactions', i, 'completed_at'], message: 'must not be earlier than timestamp' })
     }
   })

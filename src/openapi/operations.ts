@@ -463,6 +463,12 @@ const EVENT_DOCS: Record<WebhookEventType, { component: string; summary: string;
     summary: "A known transaction's status changed",
     description: 'The transaction as it is now, with `previous_status`.',
   },
+  'redeem.claimable': {
+    component: 'RedeemClaimableEvent',
+    summary: 'A redeem became claimable',
+    description:
+      'A `redeem` transaction reached `claimable` (its assets are ready to claim: ERC-7540 `claimableRedeemRequest` > 0, or an import), by a status change or first seen claimable; sent in addition to `transaction.status_changed` / `transaction.created`.',
+  },
   'redeem.completed': {
     component: 'RedeemCompletedEvent',
     summary: 'A redeem completed',

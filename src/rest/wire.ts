@@ -56,7 +56,8 @@ const snakeNames = new Map<string, string>()
 export const snakeOf = (key: string) => {
   let snake = snakeNames.get(key)
   if (snake === undefined) {
-    snake = key.replace(/([a-z])(?=[A-Z0-9])|([0-9][a-z]*)(?=[A-Z])/g, '$1$2_').toLowerCase()
+    // Percentile names (`p50`, `p90`: decisions §14's `eta`) are the same in both cases.
+    snake = /^p[0-9]+$/.test(key) ? key : key.replace(/([a-z])(?=[A-Z0-9])|([0-9][a-z]*)(?=[A-Z])/g, '$1$2_').toLowerCase()
     // Field names come from the routes' own documents: a few dozen (aliases are GraphQL clients', never REST's).
     if (snakeNames.size < 1024) snakeNames.set(key, snake)
   }

@@ -7,8 +7,9 @@ export const vaultEventsAbi = parseAbi([
   'event RedeemRequest(address indexed controller, address indexed owner, uint256 indexed requestId, address sender, uint256 shares)',
 ])
 
-/** The read-only calls of ERC-4626 (and ERC-20 decimals) the follower makes. */
+/** The read-only calls of ERC-4626 (and ERC-20 decimals, ERC-7540 claimableRedeemRequest) the follower makes. */
 export const vaultReadAbi = parseAbi([
+  'function claimableRedeemRequest(uint256 requestId, address controller) view returns (uint256)',
   'function asset() view returns (address)',
   'function decimals() view returns (uint8)',
   'function totalAssets() view returns (uint256)',

@@ -3,6 +3,8 @@ import type { Address, VaultKind } from './config.js'
 import type { LogFetcher } from './logs.js'
 import {
   mapVaultEvents,
+  markClaimable,
+  type MappedEvents,
   snapshotOf,
   type BlockRef,
   type MappedVault,
@@ -11,7 +13,7 @@ import {
   type VaultSnapshot,
   type VaultState,
 } from './mapping.js'
-import type { ChainReader, VaultFacts } from './reader.js'
+import { claimableKey, type ChainReader, type ClaimableQuery, type VaultFacts } from './reader.js'
 
 // One step of the follower, without the database: read a range of confirmed blocks for a set of
 // vaults on one chain and return everything to record, plus each vault's progress to keep. The
@@ -102,6 +104,36 @@ const mappedVault = (v: FollowedVault, chainId: number): MappedVault => ({
 })
 
 /**
+ * decisions §14: the ERC-7540 requests still pending at the end of the range whose assets the vault
+ * reports claimable become `claimable`. Every pending request of every vault of the range is asked
+ * about in one batch (Multicall3), at `to`, the range's confirmed end; a request made and fulfilled
+ * within the range is pending then claimable in the same batch (its row is written once, claimable).
+ */
+async function markClaimableRequests(reader: ChainReader, vaults: readonly FollowedVault[], mappedOf: Map<string, MappedEvents>, to: bigint): Promise<void> {
+  const queries = new Map<string, ClaimableQuery>()
+  for (const v of vaults) {
+    if (v.kind !== 'erc7540') continue
+    for (const o of mappedOf.get(v.id)!.open) {
+      if (o.transaction.status !== 'pending' || o.requestId === undefined) continue
+      const q = { vault: v.address, requestId: BigInt(o.requestId), controller: o.controller }
+      queries.set(claimableKey(q), q)
+    }
+  }
+  if (queries.size === 0) return
+  const claimable = await reader.readClaimable([...queries.values()], to)
+  for (const v of vaults) {
+    if (v.kind !== 'erc7540') continue
+    const mapped = mappedOf.get(v.id)!
+    const marked = markClaimable(mapped.open, (requestId, controller) => claimable.get(claimableKey({ vault: v.address, requestId, controller })))
+    if (marked.changed.length === 0) continue
+    // One row per id: a request made in this range is replaced by its claimable state.
+    const byId = new Map(mapped.transactions.map((t) => [t.id, t]))
+    for (const t of marked.changed) byId.set(t.id, t)
+    mappedOf.set(v.id, { ...mapped, open: marked.open, transactions: [...byId.values()] })
+  }
+}
+
+/**
  * Reads [from, to] for `vaults` (all behind the same cursor): their events, block headers, and
  * states at every block with an event of the vault and at its timed snapshots. `previous` is the
  * header of the block before `from` when known (the stored cursor); it saves reading `from`.
@@ -163,17 +195,24 @@ export async function collectRange(
     }),
   )
 
+  const mappedOf = new Map<string, MappedEvents>()
+  for (const v of vaults) {
+    const mine = states.get(v.id)!
+    // A redeem request without its state cannot be valued: fail the range rather than guess.
+    for (const e of eventsOf.get(v.id)!)
+      if (e.type === 'redeem_request' && v.kind === 'erc7540' && !mine.has(e.blockNumber))
+        throw new Error(`${v.id}: cannot read the vault at block ${e.blockNumber} to value a redeem request`)
+    mappedOf.set(v.id, mapVaultEvents({ vault: mappedVault(v, chainId), events: eventsOf.get(v.id)!, blocks, states: mine, open: progressOf(v.id).open }))
+  }
+  await markClaimableRequests(reader, vaults, mappedOf, to)
+
   const transactions: ImportTransaction[] = []
   const snapshots: VaultSnapshot[] = []
   const progress = new Map<string, VaultProgress>()
   for (const v of vaults) {
     const mv = mappedVault(v, chainId)
     const mine = states.get(v.id)!
-    // A redeem request without its state cannot be valued: fail the range rather than guess.
-    for (const e of eventsOf.get(v.id)!)
-      if (e.type === 'redeem_request' && v.kind === 'erc7540' && !mine.has(e.blockNumber))
-        throw new Error(`${v.id}: cannot read the vault at block ${e.blockNumber} to value a redeem request`)
-    const mapped = mapVaultEvents({ vault: mv, events: eventsOf.get(v.id)!, blocks, states: mine, open: progressOf(v.id).open })
+    const mapped = mappedOf.get(v.id)!
     transactions.push(...mapped.transactions)
     warnings.push(...mapped.warnings)
     const vaultSnapshots = [...mine.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([n, s]) => snapshotOf(mv, s, blocks.get(n)!))

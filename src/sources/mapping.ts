@@ -12,6 +12,8 @@ import type { Address, VaultKind } from './config.js'
 //   controller) completes the controller's open requests in request order, shares by shares; a
 //   request is completed when all its shares are claimed, with completed_at = the claim's block
 //   time. The claim adds no `withdraw`.
+// - An open request becomes `claimable` (decisions §14) when the vault's
+//   claimableRedeemRequest(requestId, controller) covers it (markClaimable).
 // - A transaction belongs to the owner of the shares; its id is `<chain id>:<tx hash>:<log index>`
 //   of the event that created it; every time is the block's.
 
@@ -76,6 +78,11 @@ export interface OpenRedeem {
   controller: Address
   /** Shares of the request not yet claimed, in base units. */
   remainingShares: string
+  /**
+   * The request's ERC-7540 requestId (decimal), asked about with claimableRedeemRequest. Absent on
+   * requests recorded before it was kept: those are not asked about and complete on their claim.
+   */
+  requestId?: string
 }
 
 export interface MappedEvents {
@@ -170,7 +177,7 @@ export function mapVaultEvents(input: {
         completed_at: null,
       }
       out.set(id, transaction)
-      open.push({ transaction, controller: e.controller.toLowerCase() as Address, remainingShares: e.shares.toString() })
+      open.push({ transaction, controller: e.controller.toLowerCase() as Address, remainingShares: e.shares.toString(), requestId: e.requestId.toString() })
     } else if (vault.kind === 'erc4626') {
       out.set(id, {
         ...base,
@@ -215,4 +222,35 @@ export function mapVaultEvents(input: {
     }
   }
   return { transactions: [...out.values()], open, warnings }
+}
+
+/**
+ * Marks open requests `claimable` (decisions §14) from claimableRedeemRequest(requestId, controller)
+ * as read at the end of a range (`claimableOf`; undefined when not read). Requests that share a
+ * requestId and controller (ERC-7540's requestId 0 aggregates a controller's requests) are served
+ * in request order, as claims are matched: a request is claimable when the claimable shares reach
+ * past the unclaimed shares of the requests before it; a single request, when the amount is > 0.
+ * Returns the requests that changed (the updated transaction) and the open list with them updated.
+ * A claimable request never goes back to pending here: only a claim (completed) or a reorg's
+ * rollback (src/sources/store.ts) moves it.
+ */
+export function markClaimable(
+  open: readonly OpenRedeem[],
+  claimableOf: (requestId: bigint, controller: Address) => bigint | undefined,
+): { open: OpenRedeem[]; changed: ImportTransaction[] } {
+  const ahead = new Map<string, bigint>()
+  const changed: ImportTransaction[] = []
+  const next = open.map((o) => {
+    if (o.requestId === undefined) return o
+    const key = `${o.requestId}:${o.controller}`
+    const before = ahead.get(key) ?? 0n
+    ahead.set(key, before + BigInt(o.remainingShares))
+    if (o.transaction.status !== 'pending') return o
+    const claimable = claimableOf(BigInt(o.requestId), o.controller)
+    if (claimable === undefined || claimable <= before) return o
+    const transaction: ImportTransaction = { ...o.transaction, status: 'claimable' }
+    changed.push(transaction)
+    return { ...o, transaction }
+  })
+  return { open: next, changed }
 }

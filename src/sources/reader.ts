@@ -78,7 +78,16 @@ interface Multicall {
   fromBlock: bigint
 }
 
-type Call = { address: Address; functionName: 'asset' | 'decimals' | 'totalAssets' | 'totalSupply' | 'convertToAssets'; args?: readonly [bigint] }
+type Call =
+  | { address: Address; functionName: 'asset' | 'decimals' | 'totalAssets' | 'totalSupply' | 'convertToAssets'; args?: readonly [bigint] }
+  | { address: Address; functionName: 'claimableRedeemRequest'; args: readonly [bigint, Address] }
+
+/** An ERC-7540 redeem request to ask `claimableRedeemRequest(requestId, controller)` about. */
+export interface ClaimableQuery {
+  vault: Address
+  requestId: bigint
+  controller: Address
+}
 
 /**
  * Multicall3's deployment on a chain viem knows, if any. viem's chain list takes ~0.6 s and a few
@@ -325,7 +334,29 @@ export class ChainReader {
     }
     return states
   }
+
+  /**
+   * ERC-7540 `claimableRedeemRequest(requestId, controller)` of every query at `blockNumber`, in
+   * one Multicall3 `aggregate3` call (src/sources/reader.ts calls) rather than one eth_call per
+   * request; keyed by claimableKey. A query whose call fails (a vault without the function)
+   * is left out: its requests stay as they are and complete on their claim.
+   */
+  async readClaimable(queries: readonly ClaimableQuery[], blockNumber: bigint): Promise<Map<string, bigint>> {
+    const results = await this.calls(
+      queries.map((q) => ({ address: q.vault, functionName: 'claimableRedeemRequest' as const, args: [q.requestId, q.controller] as const })),
+      blockNumber,
+    )
+    const claimable = new Map<string, bigint>()
+    queries.forEach((q, i) => {
+      const r = results[i]
+      if (typeof r === 'bigint') claimable.set(claimableKey(q), r)
+    })
+    return claimable
+  }
 }
+
+/** `requestId` and `controller` of a ClaimableQuery, as one key. */
+export const claimableKey = (q: ClaimableQuery) => `${q.vault}:${q.requestId}:${q.controller}`
 
 export interface HeadWatch {
   stop(): Promise<void>

@@ -271,8 +271,8 @@ interface JournalRow {
 
 /**
  * Takes back every journaled range of `vaultIds` that ends after block `keep`, in one
- * transaction: the transactions the ranges created are deleted, the redeems they completed are
- * pending again (completed_at null), their snapshots are deleted and the vaults' live values are
+ * transaction: the transactions the ranges created are deleted, the redeems they completed or made
+ * claimable are pending again (completed_at null; claimable again when they were before), their snapshots are deleted and the vaults' live values are
  * those of their newest remaining snapshot, and each cursor is back where its oldest undone range
  * started (with the progress it had there). Webhook endpoints get `transaction.removed` for each
  * deleted transaction, `transaction.status_changed` for each reopened redeem and `vault.updated`
@@ -307,18 +307,26 @@ export async function rollBack(db: SourceDb, input: { vaultIds: readonly string[
       ...completed,
     ])
     result.addresses = [...new Set(touched.map((r) => r.address))]
+    // A redeem the undone ranges completed or made claimable goes back to the status the restored
+    // progress holds for it: claimable when it was so before those ranges (decisions §14), else pending.
+    const claimableBefore = new Set(
+      [...restore.values()].flatMap((r) => (r.previous_progress.open ?? []).filter((o) => o.transaction.status === 'claimable').map((o) => o.transaction.id)),
+    )
+    const targets = JSON.stringify(completed.map((id) => ({ id, status: claimableBefore.has(id) ? 'claimable' : 'pending' })))
+    const REOPENED = `FROM jsonb_to_recordset($1::jsonb) AS r(id text, status text)
+       WHERE t.id = r.id AND t.status IN ('completed', 'claimable') AND t.status::text <> r.status`
     if (capture?.transactions)
       await tx.$executeRawUnsafe(
         `INSERT INTO ${CHANGES_TABLE} (kind, id, previous_status)
-         SELECT 'transaction', id, 'completed' FROM transactions WHERE id = ANY($1::text[]) AND status = 'completed'
+         SELECT 'transaction', t.id, t.status::text FROM transactions t, ${REOPENED.slice('FROM '.length)}
          ON CONFLICT (kind, id) DO NOTHING`,
-        completed,
+        targets,
       )
     if (capture) await emitRemovals(tx, capture, inserted)
     result.transactionsDeleted = await tx.$executeRawUnsafe(`DELETE FROM transactions WHERE id = ANY($1::text[])`, inserted)
     result.redeemsReopened = await tx.$executeRawUnsafe(
-      `UPDATE transactions SET status = 'pending', completed_at = NULL WHERE id = ANY($1::text[]) AND status = 'completed'`,
-      completed,
+      `UPDATE transactions t SET status = r.status::"TransactionStatus", completed_at = NULL ${REOPENED}`,
+      targets,
     )
     result.snapshotsDeleted = await tx.$executeRawUnsafe(
       `DELETE FROM vault_snapshots s USING jsonb_to_recordset($1::jsonb) AS r(vault_id text, as_of timestamptz)

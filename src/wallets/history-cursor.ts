@@ -15,7 +15,8 @@ export function parseTypeParam(raw: string | undefined): TransactionType | undef
 export interface HistoryFilter {
   /** Lowercase. */
   address: string
-  vaultId: string
+  /** Null: every vault (decisions §14, a wallet across vaults). */
+  vaultId: string | null
   type: TransactionType | null
 }
 

@@ -4,11 +4,11 @@ import { Decimal, formatAmount, formatDerivedAmount, type DecimalLike } from '..
 export interface PositionTotals {
   /** Shares of completed deposits. */
   depositedShares: DecimalLike
-  /** Shares of withdraw/redeem transactions that are completed or pending. */
+  /** Shares of withdraw/redeem transactions that are completed, pending or claimable. */
   outflowShares: DecimalLike
   /** Amounts of completed deposits. */
   depositAmount: DecimalLike
-  /** Amounts of withdraw/redeem transactions that are completed or pending. */
+  /** Amounts of withdraw/redeem transactions that are completed, pending or claimable. */
   outflowAmount: DecimalLike
   /** Submission time of the earliest completed deposit; null when there is none. */
   firstDepositAt: Date | null
@@ -35,8 +35,9 @@ export interface PositionSummary {
 const dec = (v: DecimalLike) => new Decimal(typeof v === 'string' ? v : v.toFixed())
 
 /**
- * docs/spec/decisions.md §6. Out-flows count while pending too: a pending redeem's shares have already left
- * the balance, and its amount is what the wallet will receive, so it is part of what it got back.
+ * docs/spec/decisions.md §6. Out-flows count while pending (or claimable, §14) too: a requested redeem's
+ * shares have already left the balance, and its amount is what the wallet will receive, so it is part
+ * of what it got back.
  * Sums of NUMERIC(78,18) values are exact and keep 18 decimals; only the two products are derived
  * amounts, each rounded once (half away from zero, 18 dp). `all_time_earned` rounds the whole
  * expression once, not the product first, so no error accumulates. Null without a completed deposit.

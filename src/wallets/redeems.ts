@@ -21,3 +21,11 @@ export function averageRedeemDelaySeconds(totalMs: bigint, count: bigint): numbe
 export function sumAmounts(amounts: DecimalLike[]): string {
   return formatAmount(amounts.reduce<Decimal>((acc, a) => acc.plus(typeof a === 'string' ? a : a.toFixed()), new Decimal(0)))
 }
+
+/**
+ * When a pending redeem should be paid (decisions §14): its submitted time plus the vault's 50th and
+ * 90th percentile delays, whole seconds (nearest rank, from SQL's percentile_disc).
+ */
+export function redeemEta(submittedAt: Date, delaySeconds: { p50: number; p90: number }): { p50: Date; p90: Date } {
+  return { p50: new Date(submittedAt.getTime() + delaySeconds.p50 * 1000), p90: new Date(submittedAt.getTime() + delaySeconds.p90 * 1000) }
+}

@@ -3,7 +3,8 @@ import { prisma } from '../db/client.js'
 import { Prisma, type TransactionStatus, type TransactionType } from '../generated/prisma/client.js'
 import type { HistoryFilter, HistoryPosition } from './history-cursor.js'
 import { summarizePosition, type PositionSummary } from './position.js'
-import { averageRedeemDelaySeconds, redeemDelayWindow, sumAmounts } from './redeems.js'
+import { averageRedeemDelaySeconds, redeemDelayWindow, redeemEta, sumAmounts } from './redeems.js'
+import { formatAmount } from '../core/decimal.js'
 
 // Every SQL statement about wallets: a wallet's transaction history (keyset pages), its positions
 // (sums in SQL, products in src/wallets/position.ts) and its pending redeems.
@@ -35,7 +36,9 @@ interface RawRow {
 /**
  * One page of a wallet's history in a vault, newest first: a keyset query on (timestamp, id) that
  * walks transactions_history_idx (or transactions_history_type_idx with a type) from the cursor's
- * position, so a page costs the same at any depth. The row comparison is what lets PostgreSQL use
+ * position, so a page costs the same at any depth. Across vaults (`vaultId` null) the same walk
+ * runs on transactions_wallet_history_idx (or transactions_wallet_history_type_idx), whose keys
+ * are the same without the vault: the rows of every vault come out already merged in order. The row comparison is what lets PostgreSQL use
  * both columns as the index's start key; the equivalent `ts < x OR (ts = x AND id < y)` that an ORM
  * generates is only a filter, and deep pages would scan every row before the cursor.
  * `take` is the page size + 1: the extra row tells whether there is a next page.
@@ -43,7 +46,7 @@ interface RawRow {
 export function historyPageSql(filter: HistoryFilter, after: HistoryPosition | null, take: number): Prisma.Sql {
   return Prisma.sql`SELECT id, vault_id, type::text AS type, status::text AS status, amount, "timestamp", tx_hash
     FROM transactions
-    WHERE address = ${filter.address} AND vault_id = ${filter.vaultId}${
+    WHERE address = ${filter.address}${filter.vaultId === null ? Prisma.empty : Prisma.sql` AND vault_id = ${filter.vaultId}`}${
       filter.type === null ? Prisma.empty : Prisma.sql` AND type = ${filter.type}::"TransactionType"`
     }${after === null ? Prisma.empty : Prisma.sql` AND ("timestamp", id) < (${after.timestamp.toISOString()}::timestamptz, ${after.id})`}
     ORDER BY "timestamp" DESC, id DESC
@@ -75,9 +78,9 @@ export async function fetchHistoryPage(
 // of transactions_history_idx; only the products are computed in decimal.js (domain/position.ts).
 const TOTALS = Prisma.sql`
   coalesce(sum(t.shares) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0)::text AS deposited_shares,
-  coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0)::text AS outflow_shares,
+  coalesce(sum(t.shares) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending', 'claimable')), 0)::text AS outflow_shares,
   coalesce(sum(t.amount) FILTER (WHERE t.type = 'deposit' AND t.status = 'completed'), 0)::text AS deposit_amount,
-  coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending')), 0)::text AS outflow_amount,
+  coalesce(sum(t.amount) FILTER (WHERE t.type IN ('withdraw', 'redeem') AND t.status IN ('completed', 'pending', 'claimable')), 0)::text AS outflow_amount,
   min(t."timestamp") FILTER (WHERE t.type = 'deposit' AND t.status = 'completed') AS first_deposit_at`
 
 interface TotalsRow {
@@ -161,6 +164,13 @@ export interface PendingRedeemRow {
   submittedAt: Date
   transactionType: 'redeem'
   txHash: string
+  status: 'pending' | 'claimable'
+  /** 1-based place among the vault's pending redeems by (timestamp, id); null when claimable. */
+  queuePosition: number | null
+  /** Sum of the pending amounts ahead of it in its vault; null when claimable. */
+  amountAhead: string | null
+  /** Submitted time + the vault's delay percentiles; null when claimable or without history. */
+  eta: { p50: Date; p90: Date } | null
 }
 
 export interface PendingRedeems {
@@ -169,35 +179,92 @@ export interface PendingRedeems {
   asOf: Date
   pendingRedeems: PendingRedeemRow[]
   totalPending: string
+  totalClaimable: string
   averageRedeemDelay: number
 }
 
+interface QueuedRow {
+  vault_id: string
+  amount: string
+  timestamp: Date
+  tx_hash: string
+  status: 'pending' | 'claimable'
+  ahead: number
+  amount_ahead: string
+}
+
+interface DelayRow {
+  /** Null on the grand-total row (GROUPING SETS' `()`), which carries the average's count and sum. */
+  vault_id: string | null
+  n: string
+  total_ms: string
+  p50: string | null
+  p90: string | null
+}
+
 /**
- * docs/spec/decisions.md §6. The list reads transactions_pending_redeems_idx (oldest first: the order they
- * will be served in); the delay reads transactions_completed_redeems_idx, and is only asked for
- * when there is a pending redeem (without one there are no vaults to average over: 0).
+ * docs/spec/decisions.md §6 and §14. Two statements whatever the number of vaults:
+ * - the wallet's pending and claimable redeems (transactions_pending_redeems_idx, oldest first: the
+ *   order they will be served in), each pending one with its place in its vault's queue and the
+ *   amount ahead of it (a lateral index-only scan of transactions_redeem_queue_idx up to it);
+ * - only when some are pending, the delays of the redeems completed in the last 90 days in those
+ *   vaults (transactions_completed_redeems_idx): per vault the nearest-rank 50th and 90th
+ *   percentiles (percentile_disc) on whole seconds, and over all of them together the count and
+ *   sum of the average delay, by GROUPING SETS in the same scan.
  */
 export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = now): Promise<PendingRedeems> {
-  const rows = await prisma.$queryRaw<{ vault_id: string; amount: string; timestamp: Date; tx_hash: string }[]>`
-    SELECT vault_id, amount::text AS amount, "timestamp", tx_hash FROM transactions
-    WHERE address = ${address} AND type = 'redeem' AND status = 'pending'
-    ORDER BY "timestamp", id`
+  const rows = await prisma.$queryRaw<QueuedRow[]>`
+    SELECT t.vault_id, t.amount::text AS amount, t."timestamp", t.tx_hash, t.status::text AS status,
+      q.ahead, q.amount_ahead
+    FROM transactions t
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS ahead, coalesce(sum(o.amount), 0)::text AS amount_ahead
+      FROM transactions o
+      WHERE t.status = 'pending' AND o.vault_id = t.vault_id AND o.type = 'redeem' AND o.status = 'pending'
+        AND (o."timestamp", o.id) < (t."timestamp", t.id)
+    ) q
+    WHERE t.address = ${address} AND t.type = 'redeem' AND (t.status = 'pending' OR t.status = 'claimable')
+    ORDER BY t."timestamp", t.id`
+  const pending = rows.filter((r) => r.status === 'pending')
   let averageRedeemDelay = 0
-  if (rows.length > 0) {
-    const vaults = [...new Set(rows.map((r) => r.vault_id))]
+  const percentiles = new Map<string, { p50: number; p90: number }>()
+  if (pending.length > 0) {
+    const vaults = [...new Set(pending.map((r) => r.vault_id))]
     const { from, to } = redeemDelayWindow(now)
-    const [delay] = await prisma.$queryRaw<{ n: string; total_ms: string }[]>`
-      SELECT count(*)::text AS n, coalesce(sum(extract(epoch FROM completed_at - "timestamp") * 1000), 0)::numeric(40, 0)::text AS total_ms
+    const delays = await prisma.$queryRaw<DelayRow[]>`
+      SELECT vault_id, count(*)::text AS n,
+        coalesce(sum(extract(epoch FROM completed_at - "timestamp") * 1000), 0)::numeric(40, 0)::text AS total_ms,
+        percentile_disc(0.5) WITHIN GROUP (ORDER BY floor(extract(epoch FROM completed_at - "timestamp")))::text AS p50,
+        percentile_disc(0.9) WITHIN GROUP (ORDER BY floor(extract(epoch FROM completed_at - "timestamp")))::text AS p90
       FROM transactions
       WHERE type = 'redeem' AND status = 'completed' AND vault_id IN (${Prisma.join(vaults)})
-        AND completed_at >= ${from.toISOString()}::timestamptz AND completed_at <= ${to.toISOString()}::timestamptz`
-    averageRedeemDelay = averageRedeemDelaySeconds(BigInt(delay!.total_ms), BigInt(delay!.n))
+        AND completed_at >= ${from.toISOString()}::timestamptz AND completed_at <= ${to.toISOString()}::timestamptz
+      GROUP BY GROUPING SETS ((vault_id), ())`
+    for (const d of delays) {
+      if (d.vault_id === null) averageRedeemDelay = averageRedeemDelaySeconds(BigInt(d.total_ms), BigInt(d.n))
+      else if (d.p50 !== null && d.p90 !== null) percentiles.set(d.vault_id, { p50: Number(d.p50), p90: Number(d.p90) })
+    }
   }
   return {
     address,
     asOf,
-    pendingRedeems: rows.map((r) => ({ vaultId: r.vault_id, amount: r.amount, submittedAt: r.timestamp, transactionType: 'redeem', txHash: r.tx_hash })),
-    totalPending: sumAmounts(rows.map((r) => r.amount)),
+    pendingRedeems: rows.map((r) => {
+      const claimable = r.status === 'claimable'
+      const delay = percentiles.get(r.vault_id)
+      return {
+        vaultId: r.vault_id,
+        amount: r.amount,
+        submittedAt: r.timestamp,
+        transactionType: 'redeem',
+        txHash: r.tx_hash,
+        status: r.status,
+        queuePosition: claimable ? null : r.ahead + 1,
+        amountAhead: claimable ? null : formatAmount(r.amount_ahead),
+        eta: claimable || delay === undefined ? null : redeemEta(r.timestamp, delay),
+      }
+    }),
+    totalPending: sumAmounts(pending.map((r) => r.amount)),
+    totalClaimable: sumAmounts(rows.filter((r) => r.status === 'claimable').map((r) => r.amount)),
     averageRedeemDelay,
   }
 }

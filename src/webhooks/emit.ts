@@ -84,7 +84,7 @@ export interface ChangeCapture {
   types: readonly string[]
 }
 
-const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.completed', 'transaction.removed']
+const TRANSACTION_EVENTS = ['transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed', 'transaction.removed']
 
 /** Call first in the writing transaction: creates the capture table when some live endpoint wants the events. */
 export async function beginChangeCapture(tx: SqlClient): Promise<ChangeCapture | null> {

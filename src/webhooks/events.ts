@@ -9,7 +9,7 @@ import { AmountString as Amount, TimestampString as Timestamp } from '../core/fo
 // Every event is validated against its schema before it enters the outbox, so a receiver never
 // sees a shape other than the documented one (src/webhooks/README.md).
 
-export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.completed', 'transaction.removed'] as const
+export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed', 'transaction.removed'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 const Address = z
@@ -50,6 +50,11 @@ export const TransactionStatusChangedData = TransactionData.extend({
 }).refine((d) => d.status !== d.previous_status, { message: 'status must differ from previous_status' })
 export type TransactionStatusChangedData = z.infer<typeof TransactionStatusChangedData>
 
+export const RedeemClaimableData = TransactionData.refine((d) => d.type === 'redeem' && d.status === 'claimable', {
+  message: 'a redeem.claimable event carries a claimable redeem',
+})
+export type RedeemClaimableData = z.infer<typeof RedeemClaimableData>
+
 export const RedeemCompletedData = TransactionData.refine((d) => d.type === 'redeem' && d.status === 'completed', {
   message: 'a redeem.completed event carries a completed redeem',
 })
@@ -63,6 +68,7 @@ export const eventDataSchemas = {
   'vault.updated': VaultUpdatedData,
   'transaction.created': TransactionData,
   'transaction.status_changed': TransactionStatusChangedData,
+  'redeem.claimable': RedeemClaimableData,
   'redeem.completed': RedeemCompletedData,
   'transaction.removed': TransactionRemovedData,
 } as const satisfies Record<WebhookEventType, z.ZodType>
@@ -72,6 +78,7 @@ export type WebhookEventInput =
   | { type: 'vault.updated'; data: VaultUpdatedData }
   | { type: 'transaction.created'; data: TransactionData }
   | { type: 'transaction.status_changed'; data: TransactionStatusChangedData }
+  | { type: 'redeem.claimable'; data: RedeemClaimableData }
   | { type: 'redeem.completed'; data: RedeemCompletedData }
   | { type: 'transaction.removed'; data: TransactionRemovedData }
 

@@ -151,6 +151,11 @@ const IMPORT_EVENTS_SQL = OUTBOX_INSERT_SQL(
   FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
   WHERE c.kind = 'transaction' AND c.previous_status IS NOT NULL AND 'transaction.status_changed' = ANY ($3::text[])
   UNION ALL
+  SELECT ${TRANSACTION_EVENT_ID('redeem.claimable')}, 'redeem.claimable', t.vault_id, json_build_object(${TRANSACTION_JSON})
+  FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
+  WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'claimable'
+    AND 'redeem.claimable' = ANY ($3::text[])
+  UNION ALL
   SELECT ${TRANSACTION_EVENT_ID('redeem.completed')}, 'redeem.completed', t.vault_id, json_build_object(${TRANSACTION_JSON})
   FROM ${CHANGES_TABLE} c JOIN transactions t ON t.id = c.id ${GENERATION_JOIN}
   WHERE c.kind = 'transaction' AND t.type = 'redeem' AND t.status = 'completed'

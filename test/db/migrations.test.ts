@@ -81,7 +81,13 @@ describe(`migrations (${testBackend})`, () => {
     const byName = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]))
     expect(byName.api_keys_one_active_per_wallet).toMatch(/CREATE UNIQUE INDEX .* \(wallet\) WHERE \(revoked_at IS NULL\)/)
     expect(byName.transactions_history_idx).toMatch(/\(address, vault_id, "timestamp" DESC, id DESC\)/)
-    expect(byName.transactions_pending_redeems_idx).toMatch(/WHERE \(\(type = 'redeem'::"TransactionType"\) AND \(status = 'pending'::"TransactionStatus"\)\)/)
+    expect(byName.transactions_pending_redeems_idx).toMatch(
+      /WHERE \(\(type = 'redeem'::"TransactionType"\) AND \(\(status = 'pending'::"TransactionStatus"\) OR \(status = 'claimable'::"TransactionStatus"\)\)\)/,
+    )
+    expect(byName.transactions_wallet_history_idx).toMatch(/\(address, "timestamp" DESC, id DESC\)/)
+    expect(byName.transactions_redeem_queue_idx).toMatch(
+      /\(vault_id, "timestamp", id, amount\) WHERE \(\(type = 'redeem'::"TransactionType"\) AND \(status = 'pending'::"TransactionStatus"\)\)/,
+    )
     expect(byName.composition_snapshots_vault_id_as_of_key).toMatch(/UNIQUE INDEX .* \(vault_id, as_of DESC\)/)
     expect(byName.api_keys_digest_key).toMatch(/UNIQUE INDEX .* \(digest\)/)
   })

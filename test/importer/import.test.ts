@@ -357,6 +357,21 @@ describe(`import (${testBackend})`, () => {
       'transactions[0].completed_at: must be null while status is "pending"',
     ],
     [
+      'an unknown transaction status',
+      { transactions: [tx('x1'), tx('x2', { type: 'redeem', status: 'fulfilled', completed_at: null })] },
+      'transactions[1].status: must be one of "pending", "claimable", "completed", "failed", "cancelled"',
+    ],
+    [
+      'a completion time on a claimable redeem',
+      { transactions: [tx('x1', { type: 'redeem', status: 'claimable' })] },
+      'transactions[0].completed_at: must be null while status is "claimable"',
+    ],
+    [
+      'a claimable deposit',
+      { transactions: [tx('x1', { type: 'deposit', status: 'claimable', completed_at: null })] },
+      'transactions[0].status: "claimable" is only for redeems, not for a deposit',
+    ],
+    [
       'a completed transaction without a completion time',
       { transactions: [tx('x1', { completed_at: null })] },
       'transactions[0].completed_at: is required when status is "completed"',

@@ -356,8 +356,22 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       body: {
         address: dave,
         as_of: asOf7540,
-        pending_redeems: [{ vault_id: 'usd-7540', amount: '399.999999', submitted_at: iso(20), transaction_type: 'redeem', tx_hash: daveRedeem!.tx_hash }],
+        // The queue (decisions §14): first in line; Carol's one delay of 84 s is both percentiles.
+        pending_redeems: [
+          {
+            vault_id: 'usd-7540',
+            amount: '399.999999',
+            submitted_at: iso(20),
+            transaction_type: 'redeem',
+            tx_hash: daveRedeem!.tx_hash,
+            status: 'pending',
+            queue_position: 1,
+            amount_ahead: '0',
+            eta: { p50: iso(27), p90: iso(27) },
+          },
+        ],
         total_pending: '399.999999',
+        total_claimable: '0',
         average_redeem_delay: 84,
       },
     })
@@ -470,7 +484,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     // per new block: the cursor block's header (still the chain's?), eth_getLogs, the new block's header
     expect(node.counts.get('eth_getLogs')).toBe(blocks)
     expect(node.counts.get('eth_getBlockByNumber')).toBe(2 * blocks)
-    expect(node.counts.get('eth_call') ?? 0).toBe(0)
+    // Dave's redeem is still pending: each range asks whether it is claimable, one Multicall3 call.
+    expect(node.counts.get('eth_call') ?? 0).toBe(blocks)
   })
 
   it('rolls a reorg deeper than the confirmations back: its events leave the answers, the redeem it completed is pending again', async () => {
@@ -479,11 +494,16 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     const fork = await chain.snapshot()
     const forkBlock = await chain.blockNumber()
     // The branch that will be replaced: Dave's redeem fulfilled and claimed, Alice deposits again.
+    // The follower waits at the fork until the branch is mined, so one range holds both the
+    // fulfilment and the claim: the redeem is never seen claimable in between (decisions §14;
+    // test/sources/redeem-lifecycle-anvil.test.ts follows that state).
+    node.missingFrom = forkBlock + 1n
     await chain.fulfill(dave, 396_039_603_961_703_101_002n)
     const daveClaim = await chain.claim(dave, 396_039_603_961_703_101_002n)
     await chain.fund(alice, vault, usd(5))
     const aliceAgain = await chain.deposit(alice, vault, usd(5))
     await chain.mine(2)
+    node.missingFrom = undefined
     await syncedTo(aliceAgain.blockNumber)
     const daveRedeemId = idOf(r.daveRequest!, asyncVault, 'RedeemRequest')
     expect((await request(`/v1/users/${dave}/redeems`)).body.pending_redeems).toEqual([])
@@ -506,7 +526,17 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
 
     // Dave's redeem is pending again, Alice's second deposit is gone, Bob's is there.
     expect((await request(`/v1/users/${dave}/redeems`)).body.pending_redeems).toEqual([
-      { vault_id: 'usd-7540', amount: '399.999999', submitted_at: iso(20), transaction_type: 'redeem', tx_hash: r.daveRequest!.transactionHash },
+      {
+        vault_id: 'usd-7540',
+        amount: '399.999999',
+        submitted_at: iso(20),
+        transaction_type: 'redeem',
+        tx_hash: r.daveRequest!.transactionHash,
+        status: 'pending',
+        queue_position: 1,
+        amount_ahead: '0',
+        eta: { p50: iso(27), p90: iso(27) },
+      },
     ])
     expect((await request(`/v1/users/${alice}/vaults/usd-4626/transactions`)).body.items.map((t: { id: string }) => t.id)).not.toContain(
       idOf(aliceAgain, vault, 'Deposit'),

@@ -4,6 +4,7 @@ import type { Address } from '../../src/sources/config.js'
 import {
   blockTime,
   mapVaultEvents,
+  markClaimable,
   snapshotOf,
   unitsToAmount,
   type BlockRef,
@@ -168,20 +169,81 @@ describe('events → transactions', () => {
     } as const
     expect(first).toEqual({
       transactions: [pending],
-      open: [{ transaction: pending, controller: CAROL, remainingShares: (1000n * E18).toString() }],
+      open: [{ transaction: pending, controller: CAROL, remainingShares: (1000n * E18).toString(), requestId: '0' }],
       warnings: [],
     })
 
     // Fulfilment emits nothing. Two claims later: 600 shares, then 400. The first leaves it pending.
     const claim1: VaultEvent = { ...base(25, 0), type: 'withdraw', sender: CAROL, receiver: CAROL, owner: CAROL, assets: 605_999_999n, shares: 600n * E18 }
     const second = mapVaultEvents({ vault: usdc7540, events: [claim1], blocks: blocks(25), states: new Map(), open: first.open })
-    expect(second).toEqual({ transactions: [], open: [{ transaction: pending, controller: CAROL, remainingShares: (400n * E18).toString() }], warnings: [] })
+    expect(second).toEqual({
+      transactions: [],
+      open: [{ transaction: pending, controller: CAROL, remainingShares: (400n * E18).toString(), requestId: '0' }],
+      warnings: [],
+    })
     const claim2: VaultEvent = { ...base(26, 0), type: 'withdraw', sender: CAROL, receiver: BOB, owner: CAROL, assets: 404_000_000n, shares: 400n * E18 }
     const third = mapVaultEvents({ vault: usdc7540, events: [claim2], blocks: blocks(26), states: new Map(), open: second.open })
     // same id, tx hash, amount and time as the request; no withdraw of its own
     expect(third).toEqual({ transactions: [{ ...pending, status: 'completed', completed_at: at(26) }], open: [], warnings: [] })
     // The input list was not changed.
     expect(second.open[0]!.remainingShares).toBe((400n * E18).toString())
+  })
+
+  it('marks open requests claimable from claimableRedeemRequest: per request id, or in request order when a controller aggregates them (id 0)', () => {
+    const open = (n: number, controller: Address, requestId: string | undefined, shares: bigint, status: 'pending' | 'claimable' = 'pending'): OpenRedeem => ({
+      transaction: {
+        id: `r${n}`,
+        vault_id: 'v7540',
+        tx_hash: tx(n),
+        timestamp: at(n),
+        address: controller,
+        type: 'redeem',
+        status,
+        amount: '1',
+        shares: '1',
+        completed_at: null,
+      },
+      controller,
+      remainingShares: shares.toString(),
+      ...(requestId === undefined ? {} : { requestId }),
+    })
+    const list = [
+      open(1, CAROL, '0', 3n * E18), // Carol's aggregated requests: 3, then 2 shares
+      open(2, BOB, '7', 5n * E18), // Bob's request 7
+      open(3, CAROL, '0', 2n * E18),
+      open(4, BOB, '8', 1n * E18), // Bob's request 8: nothing claimable
+      open(5, ALICE, undefined, 1n * E18), // recorded before request ids were kept: not asked
+      open(6, ALICE, '0', 1n * E18, 'claimable'), // already claimable: stays so
+    ]
+    const claimable = new Map<string, bigint>([
+      [`0:${CAROL}`, 3n * E18], // exactly Carol's first request: the second is not reached
+      [`7:${BOB}`, 1n], // any amount > 0 of a request of its own
+      [`8:${BOB}`, 0n],
+      [`0:${ALICE}`, 0n],
+    ])
+    const asked: string[] = []
+    const out = markClaimable(list, (id, controller) => {
+      asked.push(`${id}:${controller}`)
+      return claimable.get(`${id}:${controller}`)
+    })
+    expect(out.changed.map((t) => [t.id, t.status])).toEqual([
+      ['r1', 'claimable'],
+      ['r2', 'claimable'],
+    ])
+    expect(out.open.map((o) => [o.transaction.id, o.transaction.status])).toEqual([
+      ['r1', 'claimable'],
+      ['r2', 'claimable'],
+      ['r3', 'pending'],
+      ['r4', 'pending'],
+      ['r5', 'pending'],
+      ['r6', 'claimable'],
+    ])
+    expect(asked).toEqual([`0:${CAROL}`, `7:${BOB}`, `0:${CAROL}`, `8:${BOB}`])
+    // One more share claimable for Carol reaches her second request too.
+    claimable.set(`0:${CAROL}`, 3n * E18 + 1n)
+    expect(markClaimable(out.open, (id, c) => claimable.get(`${id}:${c}`)).changed.map((t) => t.id)).toEqual(['r3'])
+    // The input list was not changed.
+    expect(list[0]!.transaction.status).toBe('pending')
   })
 
   it("claims complete a controller's requests in request order; others' requests stay pending", () => {

@@ -30,7 +30,8 @@ const tx = (
 //   value    = 1176.190476190476190476 × 0.9 = 1058.5714285714285714284 (base units)
 //   USD      = × 1.0002 = 1058.78314285714285714268568 → 1058.783142857142857143
 //   earned   = 1058.5714285714285714284 + 210 + 95 − 1500 = −136.4285714285714285716 → −136.428571428571428572
-// s2: one deposit that gained.  s3: deposited and fully withdrawn at a profit (closed).
+// s2: one deposit that gained, 2 of its 8 shares in a claimable redeem (value 6 × 1.3 × 2.5 = 19.5 USD;
+//   earned 7.8 + 2.6 − 10 = 0.4).  s3: deposited and fully withdrawn at a profit (closed).
 // s4: only a pending deposit (no position).  s5: no transactions of A.
 const transactions: ImportTransaction[] = [
   tx('s1-failed', 's1', 'deposit', 'failed', '200', '200', 1),
@@ -44,6 +45,8 @@ const transactions: ImportTransaction[] = [
   tx('s1-r2', 's1', 'redeem', 'cancelled', '50', '50', 16),
   tx('s1-b', 's1', 'deposit', 'completed', '7777', '7777', 1, B),
   tx('s2-d1', 's2', 'deposit', 'completed', '10', '8', 7),
+  // A claimable redeem (decisions §14) has left the balance like a pending one.
+  tx('s2-r1', 's2', 'redeem', 'claimable', '2.6', '2', 13),
   tx('s3-d1', 's3', 'deposit', 'completed', '100', '100', 4),
   tx('s3-w1', 's3', 'withdraw', 'completed', '105', '100', 12),
   tx('s4-d1', 's4', 'deposit', 'pending', '40', '40', 9),
@@ -63,9 +66,9 @@ const s1 = {
 const s2 = {
   vault_id: 's2',
   as_of: s1.as_of,
-  share_balance: '8',
+  share_balance: '6',
   share_price: '1.3',
-  position_value_usd: '26',
+  position_value_usd: '19.5',
   total_deposits: '10',
   all_time_earned: '0.4',
   first_deposit_at: '2026-10-07T00:00:00.000Z',
@@ -180,6 +183,31 @@ describe(`position summary (${testBackend})`, () => {
     expect(none.statements).toHaveLength(1)
   })
 
+  it('answers GET /v1/users/{address}/positions: open positions by default, closed ones with include_closed=true, in one statement', async () => {
+    const get = async (path: string) => {
+      const { result: res, statements } = await recordSql(() => t.request(path))
+      return { status: res.status, body: await res.json(), cacheControl: res.headers.get('cache-control'), statements: statements.length }
+    }
+    const ok = (body: object) => ({ status: 200, cacheControl: 'no-store', statements: 1, body })
+    expect(await get(`/v1/users/${A_MIXED}/positions`)).toEqual(ok({ address: A, as_of: s1.as_of, positions: [s1, s2] }))
+    expect(await get(`/v1/users/${A}/positions?include_closed=false`)).toEqual(ok({ address: A, as_of: s1.as_of, positions: [s1, s2] }))
+    expect(await get(`/v1/users/${A}/positions?include_closed=true`)).toEqual(ok({ address: A, as_of: s1.as_of, positions: [s1, s2, s3] }))
+    const nobody = '0x0000000000000000000000000000000000000001'
+    expect(await get(`/v1/users/${nobody}/positions?include_closed=true`)).toEqual(ok({ address: nobody, as_of: s1.as_of, positions: [] }))
+    for (const bad of ['yes', 'TRUE', '1', '']) {
+      expect(await get(`/v1/users/${A}/positions?include_closed=${bad}`)).toEqual({
+        status: 400,
+        cacheControl: null,
+        statements: 0,
+        body: { status: 'error', error: { code: 'bad_request', message: 'include_closed must be one of "false", "true".' }, server_time_ms: NOW.getTime() },
+      })
+    }
+    expect((await get('/v1/users/0x1234/positions')).body.error).toEqual({
+      code: 'bad_request',
+      message: 'address must be an EVM address: 0x followed by 40 hex digits.',
+    })
+  })
+
   it('batches position(vaultId) across aliases and wallets into one statement', async () => {
     const { result, statements } = await recordSql(() =>
       t.graphql(`{
@@ -189,7 +217,7 @@ describe(`position summary (${testBackend})`, () => {
     )
     expect(result.body).toEqual({
       data: {
-        a: { s1: { shareBalance: s1.share_balance }, s2: { shareBalance: '8' }, s3: { shareBalance: '0' } },
+        a: { s1: { shareBalance: s1.share_balance }, s2: { shareBalance: '6' }, s3: { shareBalance: '0' } },
         b: { s1: { shareBalance: '7777' }, s5: null },
       },
     })

@@ -96,6 +96,9 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
       body: {
         address: A,
         as_of: '2026-11-21T11:30:00.000Z',
+        // Queues (decisions §14): v1 holds p1, b-pending (B's) and p3 in that order; v2 and v3
+        // only A's. Delays in the last 90 days, whole seconds: v1 102, 3600, 7200, 86400 (nearest
+        // rank: p50 = 2nd = 3600, p90 = 4th = 86400); v2 86400; v3 1000 (1000.999 rounded down).
         pending_redeems: [
           {
             vault_id: 'v3',
@@ -103,6 +106,10 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
             submitted_at: '2026-11-16T12:00:00.000Z',
             transaction_type: 'redeem',
             tx_hash: transactions[3]!.tx_hash,
+            status: 'pending',
+            queue_position: 1,
+            amount_ahead: '0',
+            eta: { p50: '2026-11-16T12:16:40.000Z', p90: '2026-11-16T12:16:40.000Z' },
           },
           {
             vault_id: 'v1',
@@ -110,6 +117,10 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
             submitted_at: '2026-11-18T12:00:00.000Z',
             transaction_type: 'redeem',
             tx_hash: transactions[0]!.tx_hash,
+            status: 'pending',
+            queue_position: 1,
+            amount_ahead: '0',
+            eta: { p50: '2026-11-18T13:00:00.000Z', p90: '2026-11-19T12:00:00.000Z' },
           },
           {
             vault_id: 'v2',
@@ -117,10 +128,25 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
             submitted_at: '2026-11-20T12:00:00.000Z',
             transaction_type: 'redeem',
             tx_hash: transactions[1]!.tx_hash,
+            status: 'pending',
+            queue_position: 1,
+            amount_ahead: '0',
+            eta: { p50: '2026-11-21T12:00:00.000Z', p90: '2026-11-21T12:00:00.000Z' },
           },
-          { vault_id: 'v1', amount: '0.1', submitted_at: '2026-11-21T10:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions[2]!.tx_hash },
+          {
+            vault_id: 'v1',
+            amount: '0.1',
+            submitted_at: '2026-11-21T10:00:00.000Z',
+            transaction_type: 'redeem',
+            tx_hash: transactions[2]!.tx_hash,
+            status: 'pending',
+            queue_position: 3,
+            amount_ahead: '1234575.123456789012345678',
+            eta: { p50: '2026-11-21T11:00:00.000Z', p90: '2026-11-22T10:00:00.000Z' },
+          },
         ],
         total_pending: '1333332.655566665555556667',
+        total_claimable: '0',
         average_redeem_delay: 30783,
       },
     })
@@ -131,7 +157,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
     expect(result).toEqual({
       status: 200,
       cacheControl: 'no-store',
-      body: { address: C, as_of: '2026-11-21T11:30:00.000Z', pending_redeems: [], total_pending: '0', average_redeem_delay: 0 },
+      body: { address: C, as_of: '2026-11-21T11:30:00.000Z', pending_redeems: [], total_pending: '0', total_claimable: '0', average_redeem_delay: 0 },
     })
     expect(statements).toHaveLength(1)
   })
@@ -141,9 +167,20 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
       address: E,
       as_of: '2026-11-21T11:30:00.000Z',
       pending_redeems: [
-        { vault_id: 'v5', amount: '2.5', submitted_at: '2026-11-21T06:00:00.000Z', transaction_type: 'redeem', tx_hash: transactions.at(-1)!.tx_hash },
+        {
+          vault_id: 'v5',
+          amount: '2.5',
+          submitted_at: '2026-11-21T06:00:00.000Z',
+          transaction_type: 'redeem',
+          tx_hash: transactions.at(-1)!.tx_hash,
+          status: 'pending',
+          queue_position: 1,
+          amount_ahead: '0',
+          eta: null,
+        },
       ],
       total_pending: '2.5',
+      total_claimable: '0',
       average_redeem_delay: 0,
     })
   })
@@ -151,13 +188,14 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
   it('reads the list and the delay with two statements on their partial indexes', async () => {
     const { statements } = await recordSql(() => get(A))
     expect(statements).toHaveLength(2)
-    expect(statements[0]).toMatch(/WHERE address = \$1 AND type = 'redeem' AND status = 'pending'/)
+    expect(statements[0]).toMatch(/WHERE t.address = \$1 AND t.type = 'redeem' AND \(t.status = 'pending' OR t.status = 'claimable'\)/)
     expect(statements[1]).toMatch(/WHERE type = 'redeem' AND status = 'completed' AND vault_id IN \(\$1,\$2,\$3\)/)
+    expect(statements[1]).toMatch(/percentile_disc\(0\.5\).*GROUP BY GROUPING SETS \(\(vault_id\), \(\)\)/s)
   })
 
   it('answers the same over GraphQL', async () => {
     const res = await t.graphql(
-      `query ($a: String!) { user(address: $a) { pendingRedeems { address asOf totalPending averageRedeemDelay pendingRedeems { vaultId amount submittedAt transactionType txHash } } } }`,
+      `query ($a: String!) { user(address: $a) { pendingRedeems { address asOf totalPending totalClaimable averageRedeemDelay pendingRedeems { vaultId amount submittedAt transactionType txHash status queuePosition amountAhead eta { p50 p90 } } } } }`,
       { a: A_MIXED },
     )
     expect(res).toEqual({
@@ -169,15 +207,147 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
               address: A,
               asOf: '2026-11-21T11:30:00.000Z',
               totalPending: '1333332.655566665555556667',
+              totalClaimable: '0',
               averageRedeemDelay: 30783,
-              pendingRedeems: [3, 0, 1, 2].map((i) => {
-                const p = transactions[i]!
-                return { vaultId: p.vault_id, amount: p.amount, submittedAt: p.timestamp, transactionType: 'redeem', txHash: p.tx_hash }
+              pendingRedeems: [
+                [3, 1, '0', '2026-11-16T12:16:40.000Z', '2026-11-16T12:16:40.000Z'],
+                [0, 1, '0', '2026-11-18T13:00:00.000Z', '2026-11-19T12:00:00.000Z'],
+                [1, 1, '0', '2026-11-21T12:00:00.000Z', '2026-11-21T12:00:00.000Z'],
+                [2, 3, '1234575.123456789012345678', '2026-11-21T11:00:00.000Z', '2026-11-22T10:00:00.000Z'],
+              ].map(([i, queuePosition, amountAhead, p50, p90]) => {
+                const p = transactions[i as number]!
+                return {
+                  vaultId: p.vault_id,
+                  amount: p.amount,
+                  submittedAt: p.timestamp,
+                  transactionType: 'redeem',
+                  txHash: p.tx_hash,
+                  status: 'pending',
+                  queuePosition,
+                  amountAhead,
+                  eta: { p50, p90 },
+                }
               }),
             },
           },
         },
       },
     })
+  })
+})
+
+// The redeem lifecycle (decisions §14) on a seeded history with known answers: queue places with
+// ties on the submission time, claimable redeems (out of the queue, their own total), the
+// nearest-rank percentiles of a known set of delays, and a wallet with redeems in ten vaults
+// answered by two statements (one for all the percentiles).
+describe(`redeem queue and ETA (${testBackend})`, () => {
+  const W = '0x1111111111111111111111111111111111111111'
+  const O = '0x2222222222222222222222222222222222222222'
+  const red = (id: string, vault: string, status: 'pending' | 'claimable', amount: string, submitted: string, address = W) =>
+    txDoc(id, { vault_id: vault, address, type: 'redeem', status, amount, timestamp: submitted })
+  const queueVaults = Array.from({ length: 9 }, (_, i) => `q${i + 2}`)
+  const seeded: ImportTransaction[] = [
+    // q1's queue in serving order: q1-o1, w1, q1-o2, w3 (same time as q1-o2: the id decides), q1-o3.
+    red('q1-o1', 'q1', 'pending', '1.5', at(30 * H), O),
+    red('w1', 'q1', 'pending', '10', at(10 * H)),
+    red('q1-o2', 'q1', 'pending', '2.25', at(5 * H), O),
+    red('w3', 'q1', 'pending', '0.5', at(5 * H)),
+    red('q1-o3', 'q1', 'pending', '1000', at(1 * H), O),
+    // Claimable: out of the queue (someone else's counts for nobody), in total_claimable (W's).
+    red('q1-c', 'q1', 'claimable', '100', at(40 * H), O),
+    red('w2', 'q1', 'claimable', '4', at(20 * H)),
+    red('w11', 'q11', 'claimable', '0.000000000000000001', at(30 * 60 * S)),
+    // q1's delays: 100.9 s, 200 s, …, 1000 s (whole seconds 100 … 1000): nearest rank p50 = 5th = 500,
+    // p90 = 9th = 900. A tenth-of-the-window-older one is outside the 90 days.
+    ...Array.from({ length: 10 }, (_, k) => completed(`q1-d${k}`, 'q1', (k + 1) * 100 * S + (k === 0 ? 900 : 0), (k + 1) * D)),
+    completed('q1-old', 'q1', 1 * S, 91 * D),
+    // q2 … q10: one W redeem each, submitted 4 h ago + k min; one completed redeem of k min.
+    ...queueVaults.map((v, i) => red(`w-${v}`, v, 'pending', `${i + 2}`, at(4 * H - (i + 2) * 60 * S))),
+    ...queueVaults.map((v, i) => completed(`d-${v}`, v, (i + 2) * 60 * S, 2 * D)),
+  ]
+
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp()
+    const vaults = ['q1', ...queueVaults, 'q11'].map((id) => vaultDoc(id))
+    await importDocument({ vaults, transactions: seeded }, undefined, { clock: () => IMPORTED })
+  })
+  afterAll(() => t.close())
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'], now: NOW })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  const hash = (id: string) => seeded.find((s) => s.id === id)!.tx_hash
+  const item = (id: string, vault: string, amount: string, submitted: string, rest: object) => ({
+    vault_id: vault,
+    amount,
+    submitted_at: submitted,
+    transaction_type: 'redeem',
+    tx_hash: hash(id),
+    ...rest,
+  })
+  const claimable = { status: 'claimable', queue_position: null, amount_ahead: null, eta: null }
+
+  it('ranks pending redeems in their vault queue, sums the amounts ahead, dates them by the vault’s p50/p90, and totals the claimable ones apart', async () => {
+    const { result: res, statements } = await recordSql(() => t.request(`/v1/users/${W}/redeems`))
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({
+      address: W,
+      as_of: '2026-11-21T11:30:00.000Z',
+      pending_redeems: [
+        item('w2', 'q1', '4', '2026-11-20T16:00:00.000Z', claimable),
+        item('w1', 'q1', '10', '2026-11-21T02:00:00.000Z', {
+          status: 'pending',
+          queue_position: 2,
+          amount_ahead: '1.5',
+          eta: { p50: '2026-11-21T02:08:20.000Z', p90: '2026-11-21T02:15:00.000Z' },
+        }),
+        item('w3', 'q1', '0.5', '2026-11-21T07:00:00.000Z', {
+          status: 'pending',
+          queue_position: 4,
+          amount_ahead: '13.75',
+          eta: { p50: '2026-11-21T07:08:20.000Z', p90: '2026-11-21T07:15:00.000Z' },
+        }),
+        ...queueVaults.map((v, i) => {
+          const k = i + 2
+          const submitted = `2026-11-21T08:${String(k).padStart(2, '0')}:00.000Z`
+          const eta = `2026-11-21T08:${String(2 * k).padStart(2, '0')}:00.000Z`
+          return item(`w-${v}`, v, `${k}`, submitted, { status: 'pending', queue_position: 1, amount_ahead: '0', eta: { p50: eta, p90: eta } })
+        }),
+        item('w11', 'q11', '0.000000000000000001', '2026-11-21T11:30:00.000Z', claimable),
+      ],
+      // 10 + 0.5 + (2 + … + 10)
+      total_pending: '64.5',
+      total_claimable: '4.000000000000000001',
+      // (100.9 + 200 + … + 1000 + 60 × (2 + … + 10)) / 19 = 8740.9 / 19 = 460.05 s
+      average_redeem_delay: 460,
+    })
+    // Ten vaults: still one statement for the list and one for every percentile and the average.
+    expect(statements).toHaveLength(2)
+    expect(statements[1]).toMatch(/vault_id IN \(\$1,\$2,\$3,\$4,\$5,\$6,\$7,\$8,\$9,\$10\)/)
+  })
+
+  it('answers the same over GraphQL, for another wallet in the same queue', async () => {
+    const { result, statements } = await recordSql(() =>
+      t.graphql(
+        `{ user(address: "${O}") { pendingRedeems { totalPending totalClaimable averageRedeemDelay pendingRedeems { status queuePosition amountAhead eta { p50 } } } } }`,
+      ),
+    )
+    // O's: q1-c claimable; q1-o1, q1-o2, q1-o3 pending (places 1, 3, 5).
+    expect(result.body.data.user.pendingRedeems).toEqual({
+      totalPending: '1003.75',
+      totalClaimable: '100',
+      averageRedeemDelay: 550,
+      pendingRedeems: [
+        { status: 'claimable', queuePosition: null, amountAhead: null, eta: null },
+        { status: 'pending', queuePosition: 1, amountAhead: '0', eta: { p50: '2026-11-20T06:08:20.000Z' } },
+        { status: 'pending', queuePosition: 3, amountAhead: '11.5', eta: { p50: '2026-11-21T07:08:20.000Z' } },
+        { status: 'pending', queuePosition: 5, amountAhead: '14.25', eta: { p50: '2026-11-21T11:08:20.000Z' } },
+      ],
+    })
+    expect(statements).toHaveLength(2)
   })
 })

@@ -23,6 +23,9 @@ describe(`transaction history page plan on ${ROWS} transactions (${testBackend})
   const cases: [string, HistoryFilter, string][] = [
     ['every type', { address: BENCH_WALLET, vaultId: BENCH_VAULT, type: null }, 'transactions_history_idx'],
     ['type redeem', { address: BENCH_WALLET, vaultId: BENCH_VAULT, type: 'redeem' }, 'transactions_history_type_idx'],
+    // The wallet across vaults (decisions §14): the same walk on the indexes without the vault.
+    ['across vaults, every type', { address: BENCH_WALLET, vaultId: null, type: null }, 'transactions_wallet_history_idx'],
+    ['across vaults, type redeem', { address: BENCH_WALLET, vaultId: null, type: 'redeem' }, 'transactions_wallet_history_type_idx'],
   ]
 
   it.each(cases)('%s: an index scan from the cursor, no sort, limit + 1 rows read at any depth', async (_name, filter, index) => {

@@ -34,10 +34,10 @@ const ISO = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
 
 describe(`vaultgate webhooks (${testBackend})`, () => {
   it('reads event types as comma-separated names or all, and names an unknown one', () => {
-    expect(parseEventTypes('all')).toEqual(['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.completed', 'transaction.removed'])
+    expect(parseEventTypes('all')).toEqual(['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed', 'transaction.removed'])
     expect(parseEventTypes('vault.updated, redeem.completed')).toEqual(['vault.updated', 'redeem.completed'])
     expect(() => parseEventTypes('vault.updated,vault.exploded')).toThrow(
-      'Unknown event type vault.exploded; the types are vault.updated, transaction.created, transaction.status_changed, redeem.completed, transaction.removed (or all).',
+      'Unknown event type vault.exploded; the types are vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed, transaction.removed (or all).',
     )
     expect(() => parseEventTypes(',')).toThrow(/^No event type; the types are/)
   })
@@ -75,7 +75,7 @@ describe(`vaultgate webhooks (${testBackend})`, () => {
     const list = await runCli(['webhooks', 'list'], env)
     expect(list.code).toBe(0)
     expect(list.stdout).toMatch(
-      /^\S+ {2}http:\/\/127\.0\.0\.1:9\/hook {2}vault\.updated,transaction\.created,transaction\.status_changed,redeem\.completed,transaction\.removed {2}all vaults\n$/,
+      /^\S+ {2}http:\/\/127\.0\.0\.1:9\/hook {2}vault\.updated,transaction\.created,transaction\.status_changed,redeem\.claimable,redeem\.completed,transaction\.removed {2}all vaults\n$/,
     )
     const wrong = await runCli(['webhooks', 'add', 'http://127.0.0.1:9/hook', 'vault.exploded'], env)
     expect(wrong.code).toBe(2)

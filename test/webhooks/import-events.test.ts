@@ -84,6 +84,37 @@ const txData = (t: ImportTransaction) => ({
 })
 
 describe(`webhook events of an import (${testBackend})`, () => {
+  it('emits redeem.claimable when a redeem becomes claimable, then redeem.completed on its claim (decisions §14)', async () => {
+    const endpoint = (await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/q', event_types: ['redeem.claimable', 'transaction.status_changed'] }))
+      .endpoint
+    expect(endpoint.event_types).toEqual(['redeem.claimable', 'transaction.status_changed'])
+    const pending = tx('q1', { type: 'redeem', status: 'pending', completed_at: null })
+    await importDocument({ vaults: [fullVault], transactions: [pending] })
+    expect(await outbox()).toEqual([])
+
+    const claimable = { ...pending, status: 'claimable' as const }
+    await importDocument({ transactions: [claimable] })
+    const events = await outbox()
+    expect(events.map((e) => [e.type, e.payload.id])).toEqual([
+      ['redeem.claimable', 'q1'],
+      ['transaction.status_changed', 'q1'],
+    ])
+    expect(events[0]!.payload).toEqual(txData(claimable))
+    expect(events[1]!.payload).toEqual({ ...txData(claimable), previous_status: 'pending' })
+    expect(JSON.stringify(events[0]!.payload)).toBe(JSON.stringify(eventDataSchemas['redeem.claimable'].parse(events[0]!.payload)))
+
+    // The same claimable state again: nothing. First seen claimable: redeem.claimable alone (no status change).
+    await clearWebhooks(db)
+    await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/q', event_types: ['redeem.claimable', 'redeem.completed'] })
+    const fresh = tx('q2', { type: 'redeem', status: 'claimable', completed_at: null, timestamp: '2026-11-21T10:30:00.000Z' })
+    const claimed = { ...claimable, status: 'completed' as const, completed_at: '2026-11-21T12:00:00.000Z' }
+    await importDocument({ transactions: [claimed, fresh] })
+    expect((await outbox()).map((e) => [e.type, e.payload.id, e.payload.status])).toEqual([
+      ['redeem.claimable', 'q2', 'claimable'],
+      ['redeem.completed', 'q1', 'completed'],
+    ])
+  })
+
   it('emits what the import changed, exactly once, in the documented shapes', async () => {
     await subscribeAll()
     const deposit = tx('t1')

@@ -81,7 +81,7 @@ describe('webhook endpoints', () => {
     [{ url: 'https://x.example/h', event_types: [] }, 'event_types: must name at least one event type'],
     [
       { url: 'https://x.example/h', event_types: ['vault.deleted'] },
-      'event_types[0]: must be one of vault.updated, transaction.created, transaction.status_changed, redeem.completed, transaction.removed',
+      'event_types[0]: must be one of vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed, transaction.removed',
     ],
     [{ url: 'https://x.example/h', event_types: 'vault.updated' }, 'event_types: must be an array'],
     [{ url: 'https://x.example/h', event_types: ['vault.updated'], vault_ids: [] }, 'vault_ids: must name at least one vault (leave it out for every vault)'],

@@ -4,7 +4,7 @@ import { isOpen, type PositionSummary } from '../../wallets/position.js'
 import { notFound, quoted } from '../../core/errors.js'
 import { positionsOf } from '../../wallets/store.js'
 import { pendingRedeemsOf, type PendingRedeemRow, type PendingRedeems as PendingRedeemsShape } from '../../wallets/store.js'
-import { TransactionTypeEnum } from './transaction.js'
+import { TransactionStatusEnum, TransactionTypeEnum } from './transaction.js'
 import { User } from './user.js'
 
 /**
@@ -43,6 +43,15 @@ export const UserPosition = builder.objectRef<PositionSummary>('UserPosition').i
   }),
 })
 
+const RedeemEta = builder.objectRef<{ p50: Date; p90: Date }>('RedeemEta').implement({
+  description:
+    "When a pending redeem should be paid: its submission time plus the 50th / 90th percentile (nearest rank, whole seconds) of its vault's submission-to-completion delays over the last 90 days.",
+  fields: (t) => ({
+    p50: t.expose('p50', { type: 'DateTime' }),
+    p90: t.expose('p90', { type: 'DateTime' }),
+  }),
+})
+
 export const PendingRedeem = builder.objectRef<PendingRedeemRow>('PendingRedeem').implement({
   fields: (t) => ({
     vaultId: t.exposeID('vaultId'),
@@ -50,16 +59,32 @@ export const PendingRedeem = builder.objectRef<PendingRedeemRow>('PendingRedeem'
     submittedAt: t.expose('submittedAt', { type: 'DateTime' }),
     transactionType: t.expose('transactionType', { type: TransactionTypeEnum }),
     txHash: t.exposeString('txHash'),
+    status: t.expose('status', { type: TransactionStatusEnum, description: '`pending` (in the queue) or `claimable` (the assets are ready to claim).' }),
+    queuePosition: t.exposeInt('queuePosition', {
+      nullable: true,
+      description: "1-based place among the vault's pending redeems by submission time (then id); null when claimable.",
+    }),
+    amountAhead: t.expose('amountAhead', {
+      type: 'Decimal',
+      nullable: true,
+      description: 'Sum of the pending amounts ahead of this one in its vault, in base-asset units; null when claimable.',
+    }),
+    eta: t.expose('eta', {
+      type: RedeemEta,
+      nullable: true,
+      description: 'Null when claimable, or when no redeem completed in the vault in the last 90 days.',
+    }),
   }),
 })
 
 export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRedeems').implement({
-  description: "A wallet's redeems that are still pending, across vaults.",
+  description: "A wallet's redeems that are not paid yet (pending, or claimable), across vaults.",
   fields: (t) => ({
     address: t.exposeString('address'),
     asOf: t.expose('asOf', { type: 'DateTime', description: AS_OF }),
-    pendingRedeems: t.expose('pendingRedeems', { type: [PendingRedeem], description: 'Oldest first.' }),
-    totalPending: t.expose('totalPending', { type: 'Decimal', description: 'Exact sum of the pending amounts.' }),
+    pendingRedeems: t.expose('pendingRedeems', { type: [PendingRedeem], description: 'Pending and claimable redeems, oldest first.' }),
+    totalPending: t.expose('totalPending', { type: 'Decimal', description: 'Exact sum of the pending amounts (claimable ones not included).' }),
+    totalClaimable: t.expose('totalClaimable', { type: 'Decimal', description: 'Exact sum of the claimable amounts.' }),
     averageRedeemDelay: t.exposeInt('averageRedeemDelay', {
       description:
         'Seconds, rounded down: the mean time from submission to completion of the redeems (any wallet’s) completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without such history.',
@@ -68,6 +93,7 @@ export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRed
 })
 
 builder.objectFields(User, (t) => ({
+  asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: asOfData }),
   pendingRedeems: t.field({
     type: PendingRedeems,
     resolve: async (user, _args, ctx) => {

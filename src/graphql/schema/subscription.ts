@@ -46,7 +46,7 @@ builder.subscriptionField('walletActivity', (t) =>
   t.field({
     type: Transaction,
     description:
-      'Each transaction of the wallet that a change adds, or updates (its status: a redeem completed, or pending again after a chain reorg), in any vault, oldest first. `address`: 0x and 40 hex digits, any case.',
+      'Each transaction of the wallet that a change adds, or updates (its status: a redeem claimable or completed, or pending again after a chain reorg), in any vault, oldest first. `address`: 0x and 40 hex digits, any case.',
     args: { address: t.arg.string({ required: true }) },
     subscribe: (_root, args, ctx) => walletTransactions(hubOf(ctx), parseAddress(args.address)),
     resolve: (row, _args, ctx) => {

@@ -37,23 +37,24 @@ builder.objectField(User, 'transactions', (t) =>
     // Nullable: an unknown vault or a bad cursor fails this field alone, not the wallet's other fields.
     nullable: true,
     description:
-      "The wallet's transactions in one vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
+      "The wallet's transactions, in one vault or (without vaultId) across every vault, newest first (timestamp, then id, descending). Forward pagination: pass pageInfo.endCursor as `after` while pageInfo.hasNextPage. An unknown vault is a not_found error.",
     extensions: cost(pageCost),
     args: {
-      vaultId: t.arg.id({ required: true }),
+      vaultId: t.arg.id({ description: 'Only this vault; omitted or null: every vault.' }),
       type: t.arg({ type: TransactionTypeEnum, description: 'Only transactions of this type.' }),
       first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
       after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page of the same list.' }),
     },
     resolve: async (user, args, ctx) => {
-      const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId, type: args.type ?? null }
+      const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId ?? null, type: args.type ?? null }
       const limit = checkPageSize(args.first, 'first')
       const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
       const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
-      if (rows.length === 0 && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
-      // The wallet's history in this vault is as of the vault's data time (decisions §10).
-      await ctx.readData([filter.vaultId])
+      if (rows.length === 0 && filter.vaultId !== null && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
+      // The wallet's history is as of the data time of the vaults it read (decisions §10): the one
+      // vault asked for, or across vaults those of this page's rows (none: the gateway-wide time).
+      await ctx.readData(filter.vaultId !== null ? [filter.vaultId] : rows.map((row) => row.vaultId))
       const edges = lazyEdges(rows, (row) => encodeCursor(filter, row))
       return {
         edges,

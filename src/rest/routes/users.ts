@@ -5,7 +5,7 @@ import { PAGE_SIZE } from '../../core/page.js'
 import { REST_CURSOR } from '../../core/signed-cursor.js'
 import { decodeCursor, parseTypeParam, TRANSACTION_TYPES } from '../../wallets/history-cursor.js'
 import { notFound, quoted } from '../../core/errors.js'
-import { limitParam, type Param } from '../params.js'
+import { choiceParam, limitParam, textParam, type Param } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
@@ -55,11 +55,34 @@ const PendingRedeemsSchema = component(
       .array(
         component(
           'PendingRedeem',
-          z.object({ vault_id: z.string(), amount: Amount, submitted_at: Timestamp, transaction_type: z.literal('redeem'), tx_hash: z.string() }),
+          z.object({
+            vault_id: z.string(),
+            amount: Amount,
+            submitted_at: Timestamp,
+            transaction_type: z.literal('redeem'),
+            tx_hash: z.string(),
+            status: z.enum(['pending', 'claimable']).meta({ description: '`pending` (in the queue) or `claimable` (the assets are ready to claim).' }),
+            queue_position: z
+              .int()
+              .min(1)
+              .nullable()
+              .meta({ description: "1-based place among the vault's pending redeems by submission time (then id); null when claimable." }),
+            amount_ahead: Amount.nullable().meta({ description: 'Sum of the pending amounts ahead of this one in its vault; null when claimable.' }),
+            eta: component(
+              'RedeemEta',
+              z.object({ p50: Timestamp, p90: Timestamp }).meta({
+                description:
+                  "When the redeem should be paid: its submission time plus the 50th / 90th percentile (nearest rank, whole seconds) of its vault's submission-to-completion delays over the last 90 days.",
+              }),
+            )
+              .nullable()
+              .meta({ description: 'Null when claimable, or when no redeem completed in the vault in the last 90 days.' }),
+          }),
         ),
       )
-      .meta({ description: 'Oldest first.' }),
-    total_pending: Amount.meta({ description: 'Exact sum of the pending amounts.' }),
+      .meta({ description: 'Pending and claimable redeems, oldest first.' }),
+    total_pending: Amount.meta({ description: 'Exact sum of the pending amounts (claimable ones not included).' }),
+    total_claimable: Amount.meta({ description: 'Exact sum of the claimable amounts.' }),
     average_redeem_delay: z.int().min(0).meta({
       description:
         'Seconds, rounded down: mean submission-to-completion time of redeems completed in the last 90 days in the vaults where this wallet has pending redeems; 0 without history.',
@@ -92,6 +115,44 @@ interface TransactionsData {
   user: { transactions: { edges: { node: CamelKeys<TransactionWire> }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }
 }
 
+const historyQuery = {
+  type: { description: 'Only transactions of this type.', schema: { type: 'string', enum: [...TRANSACTION_TYPES] }, parse: parseTypeParam } satisfies Param,
+  limit: limitParam(PAGE_SIZE, 'Transactions per page.'),
+  cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
+}
+
+/** A history page's document; `name` is the route's operation (its OpenAPI operationId). */
+const historyDocument = (name: string) => `query ${name}($address: String!, $vaultId: ID, $type: TransactionType, $first: Int, $after: String) {
+    user(address: $address) {
+      transactions(vaultId: $vaultId, type: $type, first: $first, after: $after) {
+        edges { node { ${selectionOf(TransactionSchema)} } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }`
+
+/** The GraphQL variables of a history page; the cursor is checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`). */
+function historyVariables(address: string, vaultId: string | null, query: { type: TransactionType | undefined; limit: number; cursor: string | undefined }) {
+  if (query.cursor !== undefined) decodeCursor(query.cursor, { address, vaultId, type: query.type ?? null }, REST_CURSOR)
+  return { address, vaultId, type: query.type, first: query.limit, after: query.cursor }
+}
+
+const walletTransactions = defineRoute({
+  method: 'GET',
+  path: '/users/:address/transactions',
+  summary: "List a wallet's transactions across vaults",
+  description:
+    'Every vault at once (or one, with `vault_id`), newest first (timestamp, then id, descending), one page at a time, with the same filters, limits and cursors as the per-vault list. An unknown `vault_id` is a 404; a cursor we did not issue, or issued for another filter, is a 400.',
+  tags,
+  params: { address },
+  query: { vault_id: textParam('Only transactions in this vault.', 'usdc-prime'), ...historyQuery },
+  response: TransactionList,
+  errors: ['bad_request', 'not_found'],
+  document: historyDocument('WalletTransactions'),
+  variables: ({ params, query }) => historyVariables(params.address, query.vault_id ?? null, query),
+  shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
+})
+
 const transactions = defineRoute({
   method: 'GET',
   path: '/users/:address/vaults/:vault_id/transactions',
@@ -99,26 +160,11 @@ const transactions = defineRoute({
   description: 'Newest first, one page at a time. An unknown vault is a 404; a cursor we did not issue, or issued for another filter, is a 400.',
   tags,
   params: { address, vault_id: vaultId },
-  query: {
-    type: { description: 'Only transactions of this type.', schema: { type: 'string', enum: [...TRANSACTION_TYPES] }, parse: parseTypeParam } satisfies Param,
-    limit: limitParam(PAGE_SIZE, 'Transactions per page.'),
-    cursor: { description: 'The `next_cursor` of the previous page.', schema: { type: 'string' }, parse: (text: string | undefined) => text } satisfies Param,
-  },
+  query: historyQuery,
   response: TransactionList,
   errors: ['bad_request', 'not_found'],
-  document: `query UserTransactions($address: String!, $vaultId: ID!, $type: TransactionType, $first: Int, $after: String) {
-    user(address: $address) {
-      transactions(vaultId: $vaultId, type: $type, first: $first, after: $after) {
-        edges { node { ${selectionOf(TransactionSchema)} } }
-        pageInfo { hasNextPage endCursor }
-      }
-    }
-  }`,
-  variables: ({ params, query }) => {
-    // Checked here too, so that REST names its own parameter (`cursor`, not GraphQL's `after`).
-    if (query.cursor !== undefined) decodeCursor(query.cursor, { address: params.address, vaultId: params.vault_id, type: query.type ?? null }, REST_CURSOR)
-    return { address: params.address, vaultId: params.vault_id, type: query.type, first: query.limit, after: query.cursor }
-  },
+  document: historyDocument('UserTransactions'),
+  variables: ({ params, query }) => historyVariables(params.address, params.vault_id, query),
   shape: ({ user: { transactions } }: TransactionsData) => page(transactions, (node) => snakeKeys<TransactionWire>(node)),
 })
 
@@ -132,7 +178,8 @@ const redeems = defineRoute({
   method: 'GET',
   path: '/users/:address/redeems',
   summary: "Get a wallet's pending redeems",
-  description: 'Redeems still pending across vaults, their total, and the recent average time a redeem took.',
+  description:
+    'Redeems not paid yet across vaults: pending ones with their place in the queue and an ETA, claimable ones ready to claim; their totals, and the recent average time a redeem took.',
   tags,
   params: { address },
   query: {},
@@ -176,4 +223,43 @@ const summary = defineRoute({
   },
 })
 
-export const userRoutes: RestRoute[] = [transactions, redeems, summary]
+const PositionsSchema = component(
+  'Positions',
+  z.object({
+    address: z.string(),
+    as_of: Timestamp.meta({
+      description:
+        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+    }),
+    positions: z.array(PositionSummarySchema).meta({ description: 'One per vault, by vault id.' }),
+  }),
+)
+
+type PositionsWire = z.input<typeof PositionsSchema>
+
+interface PositionsData {
+  user: CamelKeys<PositionsWire>
+}
+
+const positions = defineRoute({
+  method: 'GET',
+  path: '/users/:address/positions',
+  summary: "List a wallet's positions across vaults",
+  description:
+    'The position summary of every vault where the wallet holds shares; with `include_closed=true`, also those it has fully withdrawn from (every vault with a completed deposit). A wallet without any is an empty list.',
+  tags,
+  params: { address },
+  query: { include_closed: choiceParam(['false', 'true'], 'Also list positions whose share balance is 0.', 'false') },
+  response: PositionsSchema,
+  errors: ['bad_request'],
+  document: `query UserPositions($address: String!, $includeClosed: Boolean!) {
+    user(address: $address) {
+      address asOf
+      positions(includeClosed: $includeClosed) { ${selectionOf(PositionSummarySchema)} }
+    }
+  }`,
+  variables: ({ params, query }) => ({ address: params.address, includeClosed: query.include_closed === 'true' }),
+  shape: ({ user }: PositionsData) => snakeKeys<PositionsWire>(user),
+})
+
+export const userRoutes: RestRoute[] = [walletTransactions, transactions, redeems, summary, positions]
