@@ -93,7 +93,9 @@ export const PendingRedeems = builder.objectRef<PendingRedeemsShape>('PendingRed
 })
 
 builder.objectFields(User, (t) => ({
-  asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: asOfData }),
+  // Reads no vault by itself: the gateway's data_as_of, without widening the answer's Data-As-Of
+  // (GET /v1/users/{address}/positions takes its as_of from the positions when it has any).
+  asOf: t.field({ type: 'DateTime', description: AS_OF, resolve: (_u, _a, ctx) => asOfVaults(ctx, []) }),
   pendingRedeems: t.field({
     type: PendingRedeems,
     resolve: async (user, _args, ctx) => {
@@ -125,8 +127,10 @@ builder.objectFields(User, (t) => ({
     args: { includeClosed: t.arg.boolean({ defaultValue: false, required: true }) },
     resolve: async (user, args, ctx) => {
       const all = await positionsOf(user.address)
-      await ctx.readData(all.map((p) => p.vaultId))
-      return args.includeClosed ? all : all.filter(isOpen)
+      const answered = args.includeClosed ? all : all.filter(isOpen)
+      // The answer uses the positions it returns: their vaults' times (decisions §10).
+      await ctx.readData(answered.map((p) => p.vaultId))
+      return answered
     },
   }),
 }))

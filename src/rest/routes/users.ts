@@ -229,7 +229,7 @@ const PositionsSchema = component(
     address: z.string(),
     as_of: Timestamp.meta({
       description:
-        "The time of the newest data used: the gateway's `data_as_of` (GET /v1/status, the Data-As-Of header) when it answered; the request time only while it holds no data.",
+        "The time of the newest data used: the newest `as_of` of the positions listed (their vaults' data times), the gateway's `data_as_of` (GET /v1/status) when none is listed, as in the Data-As-Of header; the request time only while the gateway holds no data.",
     }),
     positions: z.array(PositionSummarySchema).meta({ description: 'One per vault, by vault id.' }),
   }),
@@ -259,7 +259,11 @@ const positions = defineRoute({
     }
   }`,
   variables: ({ params, query }) => ({ address: params.address, includeClosed: query.include_closed === 'true' }),
-  shape: ({ user }: PositionsData) => snakeKeys<PositionsWire>(user),
+  shape: ({ user }: PositionsData) => {
+    // RFC 3339 strings of one form (§3) order as their times do.
+    const newest = user.positions.reduce<string | null>((max, p) => (max === null || p.asOf > max ? p.asOf : max), null)
+    return snakeKeys<PositionsWire>({ ...user, asOf: newest ?? user.asOf })
+  },
 })
 
 export const userRoutes: RestRoute[] = [walletTransactions, transactions, redeems, summary, positions]
