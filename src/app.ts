@@ -132,7 +132,7 @@ export function createApp({
   // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
   // process' one LISTEN connection to the subscribers they concern.
   const live = createLiveHub(db.changes)
-  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
+  const streams = eventStreams({ ...config.subscriptions, who: config })
   // Freshness (decisions §10): read once, then after each import (its NOTIFY, or this process' hook).
   const freshness = createFreshness({
     db: db.prisma,
@@ -204,13 +204,7 @@ export function createApp({
   // the backstop for anything else an internal request could wait on.
   app.use('/internal/*', answerWithin(config.pool.connectTimeoutMs + 500, 'API key state cannot be checked right now; refuse the key and retry shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
-    app.use(
-      path,
-      corsPreflight(config),
-      limitBody(config.requests.bodyLimitBytes),
-      limitByClientIp(limits, config.trustProxyHops),
-      requestDeadline(config.requests.timeoutMs),
-    )
+    app.use(path, corsPreflight(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config), requestDeadline(config.requests.timeoutMs))
   }
   // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
   app.use('/graphql', streams.middleware)

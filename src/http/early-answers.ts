@@ -7,7 +7,7 @@ import { clientError } from './errors.js'
 import { notModified } from './etag.js'
 import { dataAsOfHeaders, policyHeaders, rateLimitHeaders } from './headers.js'
 import { recordRequest, requestIdOf } from './middleware/observability.js'
-import { clientIpOf } from './middleware/rate-limit.js'
+import { clientIdOf } from './middleware/rate-limit.js'
 import { graphqlCacheKey, pathAndQuery, type CachedResponse, type ResponseCache } from './response-cache.js'
 import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from './verify-key.js'
 
@@ -25,7 +25,7 @@ import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from './verify-ke
 type Routes = (request: Request, env: unknown) => Promise<Response>
 
 export interface EarlyAnswerOptions {
-  config: Pick<Config, 'cors' | 'internalToken' | 'trustProxyHops' | 'requests'>
+  config: Pick<Config, 'cors' | 'internalToken' | 'trustProxyHops' | 'ipv6Prefix' | 'requests'>
   cache: ResponseCache
   limits: RateLimits
   verifier: ApiKeyVerifier
@@ -72,7 +72,7 @@ export function earlyAnswers(
 
   /** A cached public answer, after the client's rate limit (an over-limit client gets the routes' 429). */
   async function servePublic(request: Request, env: unknown, entry: CachedResponse, route: string, started: number, forward: () => Request): Promise<Response> {
-    const verdict = limits.consume('public', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
+    const verdict = limits.consume('public', clientIdOf(request.headers.get('x-forwarded-for'), env, config))
     verdict.catch(() => {})
     let state: Awaited<typeof verdict>
     try {
@@ -142,13 +142,9 @@ export function earlyAnswers(
       return graphql(request, env, performance.now())
     }
     if (path === '/internal/v1/apiKey/verify') {
+      // The right token is served whatever wrong ones its address sent (src/http/middleware/bearer.ts);
+      // a wrong one goes to the routes, which count it.
       if (!internalAuthorized(config, request.headers.get('authorization')) || !boundedBody(request, VERIFY_BODY_LIMIT)) return undefined
-      // An address over its wrong-token limit gets the routes' 429 (src/http/middleware/bearer.ts), the right token included.
-      try {
-        limits.refuseIfLimited('bearer', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
-      } catch {
-        return undefined
-      }
       return verify(request, performance.now())
     }
     return undefined

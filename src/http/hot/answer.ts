@@ -5,6 +5,7 @@ import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
 import { clientError } from '../errors.js'
 import { policyHeaders, rateLimitHeaders } from '../headers.js'
 import { recordRequest } from '../middleware/observability.js'
+import type { ClientIdentityConfig } from '../middleware/rate-limit.js'
 import type { Answer, Exchange } from './exchange.js'
 
 // What the routes' middleware adds to every answer (src/app.ts: requestStart, responseHeaders,
@@ -19,9 +20,9 @@ import type { Answer, Exchange } from './exchange.js'
 export async function countPublic(
   x: Exchange,
   limits: RateLimits,
-  trustProxyHops: number,
+  who: ClientIdentityConfig,
 ): Promise<{ rateLimit: RateLimitState | null } | { counted: { public: Promise<RateLimitState | null> } }> {
-  const verdict = limits.consume('public', x.clientIp(trustProxyHops))
+  const verdict = limits.consume('public', x.clientId(who))
   verdict.catch(() => {})
   try {
     return { rateLimit: await verdict }

@@ -69,7 +69,7 @@ export function hotGraphql({
   classOf,
   freshness,
 }: {
-  config: Pick<Config, 'cors' | 'trustProxyHops' | 'requests'>
+  config: Pick<Config, 'cors' | 'trustProxyHops' | 'ipv6Prefix' | 'requests'>
   yoga: Yoga
   limits: RateLimits
   cache: ResponseCache
@@ -139,7 +139,7 @@ export function hotGraphql({
       // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
       if (kind.subscription) return { body: text }
       const keyManagement = kind.keyManagement
-      const count = await countPublic(x, limits, config.trustProxyHops)
+      const count = await countPublic(x, limits, config)
       if ('counted' in count) return { body: text, counted: count.counted }
       const { rateLimit } = count
       const requestId = requestIdOf(x.header('x-request-id'))
