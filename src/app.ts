@@ -19,6 +19,7 @@ import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type H
 import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
+import { bearerMatches } from './http/middleware/bearer.js'
 import { requestStart } from './http/middleware/observability.js'
 import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, ResponseCache } from './http/response-cache.js'
@@ -214,7 +215,14 @@ export function createApp({
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
-  app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }))
+  app.get('/metrics', async (c) => {
+    // METRICS_TOKEN: scrapers present it as a bearer token (compared in constant time); unset, /metrics is open.
+    if (config.metricsToken && !bearerMatches(c.req.header('authorization'), config.metricsToken))
+      throw new AppError('unauthorized', 'A valid metrics token is required (Authorization: Bearer <METRICS_TOKEN>).', {
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      })
+    return c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType })
+  })
   let draining = false
   app.get('/readyz', async (c) => {
     if (draining) return errorResponse(c, new AppError('unavailable', 'The gateway is shutting down.'))

@@ -163,6 +163,52 @@ describe.runIf(REDIS_URL)(`rate limits shared through Redis (${testBackend})`, (
   })
 })
 
+describe.runIf(REDIS_URL)(`deployments sharing one Redis (${testBackend})`, () => {
+  let t: TestApp
+  let a: App
+  let b: App
+  const run = randomBytes(4).toString('hex')
+  const env = (prefix: string) => ({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PUBLIC_PER_MINUTE: '2',
+    TRUST_PROXY: '1',
+    REDIS_URL: REDIS_URL!,
+    REDIS_KEY_PREFIX: `vaultgate:test:${run}:${prefix}`,
+  })
+  beforeAll(async () => {
+    t = await createTestApp()
+    a = createApp({ config: loadConfig(env('staging')), db: t.db })
+    b = createApp({ config: loadConfig(env('production')), db: t.db })
+    await Promise.all([waitForRedis(a), waitForRedis(b)])
+    expect([await a.limits.ready(), await b.limits.ready()]).toEqual([true, true])
+  })
+  afterAll(async () => {
+    await a.close()
+    await b.close()
+    await t.close()
+  })
+
+  it('keeps the budgets of deployments with different REDIS_KEY_PREFIX apart, and writes every key under its prefix', async () => {
+    const ip = freshIp()
+    const call = (app: App) => app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))
+    const codes = []
+    for (const app of [a, a, a, b, b, b]) codes.push((await call(app)).status)
+    expect(codes).toEqual([404, 404, 429, 404, 404, 429])
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(REDIS_URL!)
+    try {
+      const keys = await redis.keys(`vaultgate:test:${run}:*`)
+      expect(keys.map((k) => k.split(':').slice(0, 5).join(':')).sort()).toEqual([
+        `vaultgate:test:${run}:production:public`,
+        `vaultgate:test:${run}:staging:public`,
+      ])
+    } finally {
+      redis.disconnect()
+    }
+  })
+})
+
 describe(`rate limits when Redis is down (${testBackend})`, () => {
   let t: TestApp
   let app: App
