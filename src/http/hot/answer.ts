@@ -86,6 +86,6 @@ export function lowercased(headers: Record<string, string>): Record<string, stri
 
 /** The one REST error answer (src/http/errors.ts errorResponse), counted and logged by clientError. */
 export function restError(f: Finish, error: unknown): Answer {
-  const { app, headers } = clientError(error, { requestId: f.requestId, path: f.path })
+  const { app, headers } = clientError(error, { requestId: f.requestId, path: f.path, clientGone: f.exchange.client.aborted })
   return finish(f, app.status, { ...lowercased(headers), 'content-type': 'application/json' }, JSON.stringify(errorBody(app.code, app.message)))
 }

@@ -1,7 +1,7 @@
 import type { ExecutionResult } from 'graphql'
 import { createGraphQLError } from 'graphql-yoga'
 import type { Config } from '../../config.js'
-import { Deadline } from '../../core/deadlines.js'
+import { CLIENT_CLOSED_REQUEST, Deadline } from '../../core/deadlines.js'
 import { isGraphQLError } from '../../core/errors.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { RequestScope } from '../../graphql/context.js'
@@ -10,7 +10,7 @@ import type { Yoga } from '../../graphql/yoga.js'
 import type { Freshness } from '../../freshness/status.js'
 import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
-import { requestIdOf } from '../middleware/observability.js'
+import { recordRequest, requestIdOf } from '../middleware/observability.js'
 import { isoOrNull, operationDataTimes, type ResponseCache } from '../response-cache.js'
 import { countPublic, finish, lowercased, type Finish } from './answer.js'
 import type { HotHandler } from './exchange.js'
@@ -123,7 +123,14 @@ export function hotGraphql({
     if (x.header('transfer-encoding') !== undefined || (length !== undefined && (!/^\d+$/.test(length) || Number(length) > maxBytes))) return undefined
     return (async () => {
       const started = performance.now()
-      const text = await x.text()
+      let text: string
+      try {
+        text = await x.text()
+      } catch (e) {
+        // Gone in the middle of its body: nobody to answer, one request line at 499 (src/http/errors.ts clientError).
+        if (x.client.aborted) recordRequest(requestIdOf(x.header('x-request-id')), 'POST', '/graphql', CLIENT_CLOSED_REQUEST, started)
+        throw e
+      }
       if (length === undefined && Buffer.byteLength(text) > maxBytes) return { body: text }
       let params: unknown
       try {
