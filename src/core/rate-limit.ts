@@ -8,13 +8,13 @@ import { rateLimitDecisions } from './metrics.js'
 
 /**
  * What a limit counts: client IPs on the public routes, wallets on key management, API keys on
- * the verify route, and client IPs presenting a wrong token, one budget per route family: admin,
- * internal and wallet session (a burst of wrong admin tokens never costs the order exchange's
- * internal calls from the same address anything).
+ * the verify route, and client IPs presenting a wrong token, one budget per route family: admin
+ * and internal (a burst of wrong admin tokens never costs the order exchange's internal calls
+ * from the same address anything).
  */
 export type Bucket = 'public' | 'keys' | 'verify' | FailureBucket
-export type FailureBucket = 'admin_token' | 'internal_token' | 'session_token'
-const FAILURE_BUCKETS: readonly FailureBucket[] = ['admin_token', 'internal_token', 'session_token']
+export type FailureBucket = 'admin_token' | 'internal_token'
+const FAILURE_BUCKETS: readonly FailureBucket[] = ['admin_token', 'internal_token']
 
 const WINDOW_SECONDS = 60
 /** A Redis call slower than this counts as Redis being down (the request must not wait on it). */
