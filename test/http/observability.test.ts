@@ -112,7 +112,12 @@ describe(`METRICS_TOKEN (${testBackend})`, () => {
   afterAll(() => t.close())
 
   it('answers /metrics only to the bearer of the token; 401 with WWW-Authenticate otherwise', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Basic ${TOKEN}` }, { authorization: `Bearer ${TOKEN}x` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong' },
+      { authorization: `Basic ${TOKEN}` },
+      { authorization: `Bearer ${TOKEN}x` },
+    ]) {
       const res = await t.request('/metrics', { headers })
       expect(res.status).toBe(401)
       expect(res.headers.get('www-authenticate')).toBe('Bearer')
