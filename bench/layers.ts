@@ -77,7 +77,7 @@ function exchange(r: BenchRequest): Exchange {
     url: base + r.path,
     header,
     text: async () => r.body ?? '',
-    clientIp: () => '127.0.0.1',
+    clientId: () => '127.0.0.1',
     client: { aborted: false, addEventListener: () => {} } as unknown as AbortSignal,
     request: {
       url: base + r.path,

@@ -19,6 +19,7 @@ import { firstHot, isAnswer, requestExchange, type Answer, type HandBack, type H
 import { hotGraphql } from './http/hot/graphql.js'
 import { corsPreflight, responseHeaders } from './http/headers.js'
 import { answerWithin, classifyRefusedGraphql, explainNotAcceptable, limitBody, requestDeadline } from './http/middleware/limits.js'
+import { bearerMatches } from './http/middleware/bearer.js'
 import { requestStart } from './http/middleware/observability.js'
 import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, operationData, ResponseCache } from './http/response-cache.js'
@@ -132,7 +133,7 @@ export function createApp({
   // Subscriptions (docs/spec/decisions.md §11): one hub per instance hands the commits heard on the
   // process' one LISTEN connection to the subscribers they concern.
   const live = createLiveHub(db.changes)
-  const streams = eventStreams({ ...config.subscriptions, trustProxyHops: config.trustProxyHops })
+  const streams = eventStreams({ ...config.subscriptions, who: config })
   // Freshness (decisions §10): read once, then after each import (its NOTIFY, or this process' hook).
   const freshness = createFreshness({
     db: db.prisma,
@@ -210,13 +211,7 @@ export function createApp({
   // the backstop for anything else an internal request could wait on.
   app.use('/internal/*', answerWithin(config.pool.connectTimeoutMs + 500, 'API key state cannot be checked right now; refuse the key and retry shortly.'))
   for (const path of ['/graphql', '/v1/*']) {
-    app.use(
-      path,
-      corsPreflight(config),
-      limitBody(config.requests.bodyLimitBytes),
-      limitByClientIp(limits, config.trustProxyHops),
-      requestDeadline(config.requests.timeoutMs),
-    )
+    app.use(path, corsPreflight(config), limitBody(config.requests.bodyLimitBytes), limitByClientIp(limits, config), requestDeadline(config.requests.timeoutMs))
   }
   // Open subscription streams, within SUBSCRIPTIONS_MAX and SUBSCRIPTIONS_PER_IP, ended on shutdown.
   app.use('/graphql', streams.middleware)
@@ -226,7 +221,14 @@ export function createApp({
   const stopSqlObservation = observeSql((sql, ms) => logger.warn({ ms: Math.round(ms), sql: sql.slice(0, 500) }, 'slow SQL statement'), config.slowQueryMs)
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server_time_ms: Date.now() }))
-  app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }))
+  app.get('/metrics', async (c) => {
+    // METRICS_TOKEN: scrapers present it as a bearer token (compared in constant time); unset, /metrics is open.
+    if (config.metricsToken && !bearerMatches(c.req.header('authorization'), config.metricsToken))
+      throw new AppError('unauthorized', 'A valid metrics token is required (Authorization: Bearer <METRICS_TOKEN>).', {
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      })
+    return c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType })
+  })
   let draining = false
   app.get('/readyz', async (c) => {
     if (draining) return errorResponse(c, new AppError('unavailable', 'The gateway is shutting down.'))

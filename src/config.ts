@@ -152,6 +152,11 @@ const env = z.object({
       return [...new Set(items.map((a) => a.toLowerCase()))]
     }),
   REDIS_URL: url(['redis:', 'rediss:']),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable characters without spaces')
+    .default('vaultgate:rl'),
+  METRICS_TOKEN: secret,
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be one of fatal, error, warn, info, debug, trace, silent' })
     .default('info'),
@@ -205,6 +210,7 @@ const env = z.object({
   RATE_LIMIT_KEYS_PER_MINUTE: int(30, 0, 10_000_000),
   RATE_LIMIT_VERIFY_PER_MINUTE: int(1200, 0, 10_000_000),
   RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: int(10, 0, 10_000_000),
+  RATE_LIMIT_IPV6_PREFIX: int(64, 1, 128),
   TRUST_PROXY: z
     .string()
     .optional()
@@ -268,6 +274,10 @@ export interface Config {
   }
   allowlist: string[]
   redisUrl: string | undefined
+  /** The start of every key written to Redis: deployments sharing one Redis keep apart with different prefixes. */
+  redisKeyPrefix: string
+  /** With it, /metrics answers only `Authorization: Bearer <token>` (401 otherwise). */
+  metricsToken: string | undefined
   logLevel: string
   /** `preparedStatements`: name each distinct statement so every pooled connection parses and plans it once. */
   pool: {
@@ -338,6 +348,8 @@ export interface Config {
   rateLimits: { publicPerMinute: number; keysPerMinute: number; verifyPerMinute: number; bearerFailuresPerMinute?: number }
   /** Proxy hops in front of the gateway whose X-Forwarded-For entries are trusted (0 = use the socket address). */
   trustProxyHops: number
+  /** Per-IP limits count an IPv6 client by its network of this many bits (src/core/client-address.ts). */
+  ipv6Prefix: number
   /** Browser origins allowed by CORS: `public` for /graphql and the /v1 reads, `keys` for key management. */
   cors: { public: '*' | string[]; keys: '*' | string[] }
   webhooks: {
@@ -363,7 +375,9 @@ export interface Config {
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
-  const parsed = env.safeParse(source)
+  // An empty setting (`NAME=` in an env file or a compose file) is an unset one, for every setting.
+  const set = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== ''))
+  const parsed = env.safeParse(set)
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`))
   }
@@ -392,6 +406,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     allowlist: e.ALLOWLIST,
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    metricsToken: e.METRICS_TOKEN,
     logLevel: e.LOG_LEVEL,
     pool: {
       max: e.DB_POOL_MAX,
@@ -439,6 +455,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       bearerFailuresPerMinute: e.RATE_LIMIT_BEARER_FAILURES_PER_MINUTE,
     },
     trustProxyHops: e.TRUST_PROXY,
+    ipv6Prefix: e.RATE_LIMIT_IPV6_PREFIX,
     cors: { public: e.CORS_ORIGINS, keys: e.CORS_KEY_ORIGINS },
     webhooks: {
       secretKeys: e.WEBHOOK_SECRET_KEY,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, configVariables, loadConfig } from '../src/config.js'
 
 describe('configuration', () => {
   it('defaults to the embedded database with demo data on port 4000', () => {
@@ -56,6 +56,34 @@ describe('configuration', () => {
   it('refuses two JWKS sources at once', () => {
     expect(() => loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_JWKS_FILE: './jwks.json' })).toThrow(
       'AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both',
+    )
+  })
+
+  it('reads an empty setting as an unset one, for every setting', () => {
+    const empty = Object.fromEntries(configVariables.map((name) => [name, '']))
+    expect(loadConfig(empty)).toEqual(loadConfig({}))
+    expect(loadConfig({ AUTH_JWKS_FILE: '', AUTH_ISSUER: '', AUTH_AUDIENCE: '' }).auth).toMatchObject({
+      jwksFile: undefined,
+      issuer: undefined,
+      audience: undefined,
+    })
+    expect(loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_JWKS_FILE: '' }).auth.jwksUrl).toBe('https://idp.example/jwks')
+  })
+
+  it('reads the identity and sharing settings: the IPv6 prefix of per-IP limits, the Redis key prefix, the metrics token', () => {
+    expect(loadConfig({})).toMatchObject({ ipv6Prefix: 64, redisKeyPrefix: 'vaultgate:rl', metricsToken: undefined })
+    const token = 'metrics-token-0123456789abcdef0123456789'
+    expect(loadConfig({ RATE_LIMIT_IPV6_PREFIX: '56', REDIS_KEY_PREFIX: 'staging:rl', METRICS_TOKEN: token })).toMatchObject({
+      ipv6Prefix: 56,
+      redisKeyPrefix: 'staging:rl',
+      metricsToken: token,
+    })
+    expect(() => loadConfig({ RATE_LIMIT_IPV6_PREFIX: '129', REDIS_KEY_PREFIX: 'has space', METRICS_TOKEN: 'short' })).toThrow(
+      new ConfigError([
+        'REDIS_KEY_PREFIX: must be 1 to 100 printable characters without spaces',
+        'METRICS_TOKEN: must be at least 32 characters and not one character repeated (e.g. `openssl rand -hex 32`)',
+        'RATE_LIMIT_IPV6_PREFIX: must be an integer from 1 to 128',
+      ]),
     )
   })
 

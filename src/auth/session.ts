@@ -115,6 +115,7 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
     async verify(token) {
       if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw unauthorized()
       try {
+        if (!canonicalParts(token)) throw new errors.JWSInvalid('non-canonical base64url')
         if (duplicateMembers(token)) throw new errors.JWTInvalid('duplicate JSON member names')
         const { payload } = await jwtVerify(token, getKey, {
           algorithms: SESSION_ALGORITHMS,
@@ -138,6 +139,17 @@ export function createSessionAuth(auth: Config['auth'], clock: Clock): SessionAu
       }
     },
   }
+}
+
+/**
+ * Whether every part of a compact JWS is canonical base64url: the text its bytes encode to, with
+ * no padding, no other character and zero unused bits in its last character. jose (through
+ * Node's decoder) ignores those bits, so `…Q` and `…R` at the end of a signature would be one
+ * signature: a token with many spellings is a token an observer cannot recognise (a replay cache,
+ * a revocation list keyed by token) — one spelling is accepted, the one that was signed.
+ */
+export function canonicalParts(token: string): boolean {
+  return token.split('.').every((part) => Buffer.from(part, 'base64url').toString('base64url') === part)
 }
 
 /**

@@ -8,9 +8,13 @@ import { rateLimitDecisions } from './metrics.js'
 
 /**
  * What a limit counts: client IPs on the public routes, wallets on key management, API keys on
- * the verify route, and client IPs presenting a wrong admin or internal token (`bearer`).
+ * the verify route, and client IPs presenting a wrong token, one budget per route family: admin
+ * and internal (a burst of wrong admin tokens never costs the order exchange's internal calls
+ * from the same address anything).
  */
-export type Bucket = 'public' | 'keys' | 'verify' | 'bearer'
+export type Bucket = 'public' | 'keys' | 'verify' | FailureBucket
+export type FailureBucket = 'admin_token' | 'internal_token'
+const FAILURE_BUCKETS: readonly FailureBucket[] = ['admin_token', 'internal_token']
 
 const WINDOW_SECONDS = 60
 /** A Redis call slower than this counts as Redis being down (the request must not wait on it). */
@@ -119,15 +123,15 @@ export interface RateLimits {
  * a warning is logged (at most every 30 s).
  */
 export function createRateLimits(
-  config: Pick<Config, 'rateLimits' | 'redisUrl'>,
-  { redisPrefix = 'vaultgate:rl', redisCooldownMs = REDIS_COOLDOWN_MS }: { redisPrefix?: string; redisCooldownMs?: number } = {},
+  config: Pick<Config, 'rateLimits' | 'redisUrl'> & Partial<Pick<Config, 'redisKeyPrefix'>>,
+  { redisPrefix = config.redisKeyPrefix ?? 'vaultgate:rl', redisCooldownMs = REDIS_COOLDOWN_MS }: { redisPrefix?: string; redisCooldownMs?: number } = {},
 ): RateLimits {
-  const points: Record<Bucket, number> = {
+  const points = {
     public: config.rateLimits.publicPerMinute,
     keys: config.rateLimits.keysPerMinute,
     verify: config.rateLimits.verifyPerMinute,
-    bearer: config.rateLimits.bearerFailuresPerMinute ?? 10,
-  }
+  } as Record<Bucket, number>
+  for (const bucket of FAILURE_BUCKETS) points[bucket] = config.rateLimits.bearerFailuresPerMinute ?? 10
   let lastWarning = 0
   const warn = (err: unknown, message: string) => {
     if (Date.now() - lastWarning < WARN_EVERY_MS) return

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js'
+import { CLIENT_CLOSED_REQUEST } from '../core/deadlines.js'
 import { errorBody } from '../core/errors.js'
 import type { RateLimits } from '../core/rate-limit.js'
 import type { HandOn } from './env.js'
@@ -6,8 +7,8 @@ import type { ApiKeyVerifier } from '../keys/verifier.js'
 import { clientError } from './errors.js'
 import { notModified } from './etag.js'
 import { dataAsOfHeaders, policyHeaders, rateLimitHeaders } from './headers.js'
-import { recordRequest, requestIdOf } from './middleware/observability.js'
-import { clientIpOf } from './middleware/rate-limit.js'
+import { clientLeft, recordRequest, requestIdOf } from './middleware/observability.js'
+import { clientIdOf } from './middleware/rate-limit.js'
 import { graphqlCacheKey, pathAndQuery, type CachedResponse, type ResponseCache } from './response-cache.js'
 import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from './verify-key.js'
 
@@ -25,7 +26,7 @@ import { internalAuthorized, VERIFY_BODY_LIMIT, verifyAnswer } from './verify-ke
 type Routes = (request: Request, env: unknown) => Promise<Response>
 
 export interface EarlyAnswerOptions {
-  config: Pick<Config, 'cors' | 'internalToken' | 'trustProxyHops' | 'requests'>
+  config: Pick<Config, 'cors' | 'internalToken' | 'trustProxyHops' | 'ipv6Prefix' | 'requests'>
   cache: ResponseCache
   limits: RateLimits
   verifier: ApiKeyVerifier
@@ -72,7 +73,7 @@ export function earlyAnswers(
 
   /** A cached public answer, after the client's rate limit (an over-limit client gets the routes' 429). */
   async function servePublic(request: Request, env: unknown, entry: CachedResponse, route: string, started: number, forward: () => Request): Promise<Response> {
-    const verdict = limits.consume('public', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
+    const verdict = limits.consume('public', clientIdOf(request.headers.get('x-forwarded-for'), env, config))
     verdict.catch(() => {})
     let state: Awaited<typeof verdict>
     try {
@@ -99,7 +100,14 @@ export function earlyAnswers(
   }
 
   async function graphql(request: Request, env: unknown, started: number): Promise<Response> {
-    const text = await request.text()
+    let text: string
+    try {
+      text = await request.text()
+    } catch (e) {
+      // Gone in the middle of its body: nobody to answer, one request line at 499 (src/http/errors.ts clientError).
+      if (clientLeft(env)) return finish(request, '/graphql', started, CLIENT_CLOSED_REQUEST, null, {})
+      throw e
+    }
     // The body is read: the routes get a copy of the request that carries it.
     const copy = () => new Request(request.url, { method: 'POST', headers: request.headers, body: text, signal: request.signal })
     const entry = cache.hit(graphqlCacheKey(request.headers.get('accept'), text))
@@ -107,13 +115,13 @@ export function earlyAnswers(
   }
 
   /** A verification is answered here whatever its outcome, errors included: it runs once. */
-  async function verify(request: Request, started: number): Promise<Response> {
+  async function verify(request: Request, env: unknown, started: number): Promise<Response> {
     const route = '/internal/v1/apiKey/verify'
     try {
       const { body, headers } = await verifyAnswer(await request.text(), verifier)
       return finish(request, route, started, 200, body, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers })
     } catch (e) {
-      const { app, headers } = clientError(e, { requestId: requestIdOf(request.headers.get('x-request-id')), path: route })
+      const { app, headers } = clientError(e, { requestId: requestIdOf(request.headers.get('x-request-id')), path: route, clientGone: clientLeft(env) })
       return finish(request, route, started, app.status, JSON.stringify(errorBody(app.code, app.message)), {
         ...Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
         'content-type': 'application/json',
@@ -142,14 +150,10 @@ export function earlyAnswers(
       return graphql(request, env, performance.now())
     }
     if (path === '/internal/v1/apiKey/verify') {
+      // The right token is served whatever wrong ones its address sent (src/http/middleware/bearer.ts);
+      // a wrong one goes to the routes, which count it.
       if (!internalAuthorized(config, request.headers.get('authorization')) || !boundedBody(request, VERIFY_BODY_LIMIT)) return undefined
-      // An address over its wrong-token limit gets the routes' 429 (src/http/middleware/bearer.ts), the right token included.
-      try {
-        limits.refuseIfLimited('bearer', clientIpOf(request.headers.get('x-forwarded-for'), env, config.trustProxyHops))
-      } catch {
-        return undefined
-      }
-      return verify(request, performance.now())
+      return verify(request, env, performance.now())
     }
     return undefined
   }

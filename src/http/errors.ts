@@ -1,18 +1,25 @@
 import type { Context as HonoContext } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { CLIENT_CLOSED_REQUEST } from '../core/deadlines.js'
+import { CLIENT_CLOSED_REQUEST, clientClosedRequest } from '../core/deadlines.js'
 import { AppError, echoSafe, errorBody, toAppError } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { errorsByCode } from '../core/metrics.js'
 import type { AppEnv } from './env.js'
+import { clientLeft } from './middleware/observability.js'
 
 /**
  * The AppError a client sees for `error`, counted in the metrics; an unexpected one is logged (never
- * answered) here, once. `headers`: the error's own (Retry-After, WWW-Authenticate).
+ * answered) here, once. `headers`: the error's own (Retry-After, WWW-Authenticate). `clientGone`:
+ * the client closed its connection before the answer (src/http/middleware/observability.ts
+ * clientLeft): whatever failed (reading the rest of its body, typically), it is a 499, left to the
+ * request line at info; not an error, not an outage.
  */
-export function clientError(error: unknown, where: { requestId: string; path: string }): { app: AppError; headers: Record<string, string> } {
-  const app = toAppError(error)
-  if (!(error instanceof AppError)) {
+export function clientError(
+  error: unknown,
+  where: { requestId: string; path: string; clientGone?: boolean },
+): { app: AppError; headers: Record<string, string> } {
+  const app = where.clientGone ? clientClosedRequest() : toAppError(error)
+  if (!where.clientGone && !(error instanceof AppError)) {
     logger.error(
       { err: error, requestId: where.requestId, path: echoSafe(where.path) },
       app.code === 'unavailable' ? 'database unavailable' : 'unexpected error',
@@ -24,7 +31,8 @@ export function clientError(error: unknown, where: { requestId: string; path: st
 }
 
 function answered(c: HonoContext<AppEnv>, error: unknown): AppError {
-  const { app, headers } = clientError(error, { requestId: c.get('requestId'), path: c.req.path })
+  const clientGone = c.get('deadline')?.clientGone || clientLeft(c.env)
+  const { app, headers } = clientError(error, { requestId: c.get('requestId'), path: c.req.path, clientGone })
   for (const [k, v] of Object.entries(headers)) c.header(k, v)
   return app
 }

@@ -1,13 +1,16 @@
 import { BlockList, isIP, isIPv6 } from 'node:net'
 import ipaddr from 'ipaddr.js'
+import { canonicalAddress, canonicalIPv6 } from '../core/client-address.js'
 import { badRequest, quoted } from '../core/errors.js'
 
-// IP allowlists of API keys (docs/spec/decisions.md §13). Addresses are validated by node:net's
-// strict parser (dotted quads without leading zeros, no zone index), networks are computed by
-// ipaddr.js and matched by node:net's BlockList. The two families are kept apart: an IPv4 client
-// (or an IPv4-mapped IPv6 one, ::ffff:1.2.3.4, as a dual-stack socket reports it) is matched
-// against the IPv4 networks only, and any other IPv6 client against the IPv6 networks only, so
-// `::/0` means "every IPv6 address", not IPv4 too.
+// IP allowlists of API keys (docs/spec/decisions.md §13). Addresses are read by the one client
+// address parser (src/core/client-address.ts: dotted quads without leading zeros, IPv6 in any
+// spelling), networks are computed by ipaddr.js on the canonical text and matched by node:net's
+// BlockList. The two families are kept apart: an IPv4 client (or an IPv4-mapped IPv6 one,
+// ::ffff:1.2.3.4, as a dual-stack socket reports it) is matched against the IPv4 networks only,
+// and any other IPv6 client against the IPv6 networks only, so `::/0` means "every IPv6 address",
+// not IPv4 too. The deprecated IPv4-compatible `::1.2.3.4` is the IPv6 address `::102:304`, in
+// either spelling (ipaddr.js alone reads it as IPv4-mapped).
 
 /** At most this many networks per key. */
 export const MAX_ALLOWED_CIDRS = 30
@@ -32,10 +35,11 @@ export function canonicalCidr(value: string): string {
   let prefix = Number(prefixText)
   let cidr = `${address}/${prefix}`
   if (family === 6) {
-    const parsed = ipaddr.IPv6.parse(address)
-    if (parsed.isIPv4MappedAddress() && prefix >= 96) {
+    cidr = `${canonicalIPv6(address)}/${prefix}`
+    const mapped = canonicalAddress(address)!
+    if (mapped.family === 4 && prefix >= 96) {
       prefix -= 96
-      cidr = `${parsed.toIPv4Address().toString()}/${prefix}`
+      cidr = `${mapped.address}/${prefix}`
       return `${ipaddr.IPv4.networkAddressFromCIDR(cidr).toString()}/${prefix}`
     }
     return `${ipaddr.IPv6.networkAddressFromCIDR(cidr).toString()}/${prefix}`
@@ -60,13 +64,15 @@ export function parseAllowedCidrs(value: unknown): string[] {
   return out
 }
 
-/** The verify request's `clientIp`: an IPv4 or IPv6 address (a zone index such as `%eth0` is dropped); undefined when absent. */
+/**
+ * The verify request's `clientIp` in canonical form (src/core/client-address.ts: a zone index such
+ * as `%eth0` and a port are dropped, an IPv4-mapped address is its IPv4 one); undefined when absent.
+ */
 export function parseClientIp(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'string' || value.length > 64) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
-  const address = value.includes('%') ? value.slice(0, value.indexOf('%')) : value
-  if (isIP(address) === 0) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
-  return address
+  const parsed = typeof value === 'string' && value.length <= 64 ? canonicalAddress(value) : undefined
+  if (!parsed) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
+  return parsed.address
 }
 
 /** Whether a client address is inside one of a key's networks (built once per key state, checked per verification). */
@@ -81,8 +87,8 @@ export function cidrMatcher(cidrs: readonly string[]): CidrMatcher {
     else v4.addSubnet(address, Number(prefix), 'ipv4')
   }
   return (clientIp) => {
-    if (!isIPv6(clientIp)) return v4.check(clientIp, 'ipv4')
-    const parsed = ipaddr.IPv6.parse(clientIp)
-    return parsed.isIPv4MappedAddress() ? v4.check(parsed.toIPv4Address().toString(), 'ipv4') : v6.check(clientIp, 'ipv6')
+    const client = canonicalAddress(clientIp)
+    if (!client) return false
+    return client.family === 4 ? v4.check(client.address, 'ipv4') : v6.check(client.address, 'ipv6')
   }
 }

@@ -36,7 +36,7 @@ export function hotRest({
   routes,
   freshness,
 }: {
-  config: Pick<Config, 'cors' | 'trustProxyHops' | 'requests'>
+  config: Pick<Config, 'cors' | 'trustProxyHops' | 'ipv6Prefix' | 'requests'>
   yoga: Yoga
   limits: RateLimits
   cache: ResponseCache
@@ -74,7 +74,7 @@ export function hotRest({
     const values = match
     return (async () => {
       const started = performance.now()
-      const count = await countPublic(x, limits, config.trustProxyHops)
+      const count = await countPublic(x, limits, config)
       if ('counted' in count) return count
       const { rateLimit } = count
       const requestId = requestIdOf(x.header('x-request-id'))

@@ -243,6 +243,19 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
           return signRawText(es, '{"alg":"ES256","kid":"es-1","typ":"JWT"}', claims)
         },
       ],
+      [
+        'a valid token whose signature differs only in the unused bits of its last base64url character',
+        async () => {
+          const token = await session({ wallets: [W1] })
+          // ES256: 64 bytes are 86 characters, the last of which carries 4 unused bits.
+          const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+          const last = alphabet.indexOf(token.at(-1)!)
+          const mutated = token.slice(0, -1) + alphabet[last ^ 1]
+          expect(Buffer.from(mutated.split('.')[2]!, 'base64url')).toEqual(Buffer.from(token.split('.')[2]!, 'base64url'))
+          expect((await getKey(t, bearer(token))).status).toBe(200)
+          return mutated
+        },
+      ],
       ['a wrong issuer', async () => session({ wallets: [W1], iss: 'https://evil.test' })],
       ['no issuer', async () => session({ wallets: [W1], iss: undefined })],
       ['a wrong audience', async () => session({ wallets: [W1], aud: 'someone-else' })],

@@ -71,6 +71,23 @@ describe(`rate limits per client IP (${testBackend})`, () => {
     for (const path of ['/healthz', '/readyz', '/metrics']) expect((await get(path, a)).status).toBe(200)
   })
 
+  it('counts one client however its address is spelt, and an IPv6 client by its /64', async () => {
+    const [a, b] = [randomBytes(2).toString('hex'), randomBytes(1).readUInt8()]
+    const v6 = `2001:db8:${a}:${b}`
+    const spellings = async (xffs: string[]) => {
+      const codes = []
+      for (const xff of xffs) codes.push((await get('/v1/vaults/v1', xff)).status)
+      return codes
+    }
+    expect(await spellings([`${v6}::1`, `${v6.toUpperCase()}:0::1`, `[${v6}:0:0:0:1]:443`, `${v6}::ffff:1`])).toEqual([200, 200, 200, 429])
+    // Another /64 is another client.
+    expect(await spellings([`2001:db8:${a}:${b + 1}::1`])).toEqual([200])
+    const v4 = freshIp()
+    expect(await spellings([v4, `::ffff:${v4}`, `[::FFFF:${v4}]:8080`, `${v4}:80`])).toEqual([200, 200, 200, 429])
+    // Spellings refused as ambiguous (leading zeros) are one client between them, not a new one each.
+    expect(await spellings(['10.1.2.055', '10.1.2.0055', '010.1.2.55', '10.01.2.55'])).toEqual([200, 200, 200, 429])
+  })
+
   it('takes the address the trusted proxy saw: the rightmost X-Forwarded-For entry, not what the client wrote', async () => {
     const real = freshIp()
     // A client rotating a spoofed leftmost entry still lands in its own bucket.
@@ -143,6 +160,52 @@ describe.runIf(REDIS_URL)(`rate limits shared through Redis (${testBackend})`, (
     const codes = []
     for (const app of [a, b, a, b, a, b]) codes.push((await call(app)).status)
     expect(codes).toEqual([404, 404, 404, 404, 429, 429])
+  })
+})
+
+describe.runIf(REDIS_URL)(`deployments sharing one Redis (${testBackend})`, () => {
+  let t: TestApp
+  let a: App
+  let b: App
+  const run = randomBytes(4).toString('hex')
+  const env = (prefix: string) => ({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PUBLIC_PER_MINUTE: '2',
+    TRUST_PROXY: '1',
+    REDIS_URL: REDIS_URL!,
+    REDIS_KEY_PREFIX: `vaultgate:test:${run}:${prefix}`,
+  })
+  beforeAll(async () => {
+    t = await createTestApp()
+    a = createApp({ config: loadConfig(env('staging')), db: t.db })
+    b = createApp({ config: loadConfig(env('production')), db: t.db })
+    await Promise.all([waitForRedis(a), waitForRedis(b)])
+    expect([await a.limits.ready(), await b.limits.ready()]).toEqual([true, true])
+  })
+  afterAll(async () => {
+    await a.close()
+    await b.close()
+    await t.close()
+  })
+
+  it('keeps the budgets of deployments with different REDIS_KEY_PREFIX apart, and writes every key under its prefix', async () => {
+    const ip = freshIp()
+    const call = (app: App) => app.fetch(new Request('http://vaultgate.test/v1/vaults/nope', { headers: { 'x-forwarded-for': ip } }))
+    const codes = []
+    for (const app of [a, a, a, b, b, b]) codes.push((await call(app)).status)
+    expect(codes).toEqual([404, 404, 429, 404, 404, 429])
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(REDIS_URL!)
+    try {
+      const keys = await redis.keys(`vaultgate:test:${run}:*`)
+      expect(keys.map((k) => k.split(':').slice(0, 5).join(':')).sort()).toEqual([
+        `vaultgate:test:${run}:production:public`,
+        `vaultgate:test:${run}:staging:public`,
+      ])
+    } finally {
+      redis.disconnect()
+    }
   })
 })
 
@@ -271,7 +334,7 @@ describe(`wrong admin and internal tokens (${testBackend})`, () => {
       body: JSON.stringify({ apiKey: 'x' }),
     })
 
-  it('answers 429 to an address after a burst of wrong tokens, the right token included, on admin and internal routes alike; other addresses are served', async () => {
+  it('answers 429 to an address after a burst of wrong tokens, to its wrong tokens only; other addresses are served', async () => {
     const ip = freshIp()
     const statuses = []
     for (let i = 0; i < 3; i++) statuses.push((await admin(ip, `wrong-${i}-${ADMIN}`)).status)
@@ -284,15 +347,29 @@ describe(`wrong admin and internal tokens (${testBackend})`, () => {
       error: { code: 'rate_limited', message: expect.stringMatching(/^Too many requests with a wrong token from this address; retry in \d+ s\.$/) },
       server_time_ms: expect.any(Number),
     })
-    // Guessing right now teaches nothing: the right tokens are refused too, the early verify answer included.
-    expect((await admin(ip, ADMIN)).status).toBe(429)
-    expect((await verify(ip, INTERNAL)).status).toBe(429)
-    expect((await verify(ip, 'wrong')).status).toBe(429)
+    expect((await admin(ip, 'wrong-yet-again')).status).toBe(429)
     // Another address keeps its own budget.
     const other = freshIp()
-    expect((await admin(other, ADMIN)).status).toBe(200)
-    expect((await verify(other, INTERNAL)).status).toBe(200)
-    expect((await verify(other, 'wrong')).status).toBe(401)
+    expect((await admin(other, 'wrong')).status).toBe(401)
+  })
+
+  it('serves the right tokens from an address locked out by wrong admin tokens, and keeps the internal budget apart (a shared NAT)', async () => {
+    const ip = freshIp()
+    const statuses = []
+    for (let i = 0; i < 11; i++) statuses.push((await admin(ip, `wrong-${i}-${ADMIN}`)).status)
+    expect(statuses).toEqual([401, 401, 401, ...Array(8).fill(429)])
+    // The order exchange behind the same address: its right internal token is answered, early or by the routes.
+    const ok = await verify(ip, INTERNAL)
+    expect(ok.status).toBe(200)
+    expect(await ok.json()).toMatchObject({ status: 'ok', data: { active: false, reason: 'unknown' } })
+    // The right admin token is accepted too, and the locked-out wrong ones still refused.
+    expect((await admin(ip, ADMIN)).status).toBe(200)
+    expect((await admin(ip, 'wrong-again')).status).toBe(429)
+    // Wrong internal tokens have a budget of their own, untouched by the admin ones.
+    const internal = []
+    for (let i = 0; i < 4; i++) internal.push((await verify(ip, `wrong-${i}`)).status)
+    expect(internal).toEqual([401, 401, 401, 429])
+    expect((await verify(ip, INTERNAL)).status).toBe(200)
   })
 
   it('never counts the right token', async () => {

@@ -102,3 +102,33 @@ describe(`metrics and request logs (${testBackend})`, () => {
     }
   })
 })
+
+describe(`METRICS_TOKEN (${testBackend})`, () => {
+  const TOKEN = 'metrics-token-for-scrapers-0123456789abcdef'
+  let t: TestApp
+  beforeAll(async () => {
+    t = await createTestApp({ METRICS_TOKEN: TOKEN })
+  })
+  afterAll(() => t.close())
+
+  it('answers /metrics only to the bearer of the token; 401 with WWW-Authenticate otherwise', async () => {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong' },
+      { authorization: `Basic ${TOKEN}` },
+      { authorization: `Bearer ${TOKEN}x` },
+    ]) {
+      const res = await t.request('/metrics', { headers })
+      expect(res.status).toBe(401)
+      expect(res.headers.get('www-authenticate')).toBe('Bearer')
+      expect(await res.json()).toEqual({
+        status: 'error',
+        error: { code: 'unauthorized', message: 'A valid metrics token is required (Authorization: Bearer <METRICS_TOKEN>).' },
+        server_time_ms: expect.any(Number),
+      })
+    }
+    const res = await t.request('/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(res.status).toBe(200)
+    expect(await res.text()).toMatch(/^vaultgate_http_requests_total\{/m)
+  })
+})

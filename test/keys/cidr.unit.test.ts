@@ -85,4 +85,26 @@ describe('allowedCidrs', () => {
     for (const bad of ['1.2.3.04', '1.2.3', '::g', '1.2.3.4/32', ' 1.2.3.4', '%eth0'])
       expect(() => parseClientIp(bad)).toThrow('clientIp must be an IPv4 or IPv6 address.')
   })
+
+  it('judges an address the same whatever its spelling: the IPv4-compatible ::203.0.113.40 is the IPv6 ::cb00:7128, not IPv4', () => {
+    const v4 = cidrMatcher(['203.0.113.0/24'])
+    expect(['::203.0.113.40', '::cb00:7128', '0:0:0:0:0:0:CB00:7128'].map(v4)).toEqual([false, false, false])
+    // The IPv4-mapped spellings are the IPv4 client, hexadecimal or dotted.
+    expect(['203.0.113.40', '::ffff:203.0.113.40', '::FFFF:cb00:7128', '0:0:0:0:0:ffff:cb00:7128'].map(v4)).toEqual([true, true, true, true])
+    const v6 = cidrMatcher(['::cb00:7100/120'])
+    expect(['::203.0.113.40', '::cb00:7128', '203.0.113.40'].map(v6)).toEqual([true, true, false])
+    // Stored in the same canonical form, whichever spelling created it.
+    expect(['::203.0.113.0/120', '::cb00:7100/120'].map(canonicalCidr)).toEqual(['::cb00:7100/120', '::cb00:7100/120'])
+  })
+
+  it('reads clientIp in its canonical form: case, zero compression, brackets and ports, IPv4-mapped', () => {
+    expect(['2001:DB8::1', '2001:db8:0::1', '[2001:db8::1]:443', '::ffff:192.0.2.55', '192.0.2.55:8080', '::203.0.113.40'].map(parseClientIp)).toEqual([
+      '2001:db8::1',
+      '2001:db8::1',
+      '2001:db8::1',
+      '192.0.2.55',
+      '192.0.2.55',
+      '::cb00:7128',
+    ])
+  })
 })

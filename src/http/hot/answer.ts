@@ -5,6 +5,7 @@ import type { RateLimits, RateLimitState } from '../../core/rate-limit.js'
 import { clientError, graphqlErrorBody } from '../errors.js'
 import { policyHeaders, rateLimitHeaders, withVary } from '../headers.js'
 import { recordRequest } from '../middleware/observability.js'
+import type { ClientIdentityConfig } from '../middleware/rate-limit.js'
 import type { Answer, Exchange } from './exchange.js'
 
 // What the routes' middleware adds to every answer (src/app.ts: requestStart, responseHeaders,
@@ -19,9 +20,9 @@ import type { Answer, Exchange } from './exchange.js'
 export async function countPublic(
   x: Exchange,
   limits: RateLimits,
-  trustProxyHops: number,
+  who: ClientIdentityConfig,
 ): Promise<{ rateLimit: RateLimitState | null } | { counted: { public: Promise<RateLimitState | null> } }> {
-  const verdict = limits.consume('public', x.clientIp(trustProxyHops))
+  const verdict = limits.consume('public', x.clientId(who))
   verdict.catch(() => {})
   try {
     return { rateLimit: await verdict }
@@ -96,6 +97,6 @@ export function graphqlError(f: Finish, error: unknown): Answer {
 
 /** The one REST error answer (src/http/errors.ts errorResponse), counted and logged by clientError. */
 export function restError(f: Finish, error: unknown): Answer {
-  const { app, headers } = clientError(error, { requestId: f.requestId, path: f.path })
+  const { app, headers } = clientError(error, { requestId: f.requestId, path: f.path, clientGone: f.exchange.client.aborted })
   return finish(f, app.status, { ...lowercased(headers), 'content-type': 'application/json' }, JSON.stringify(errorBody(app.code, app.message)))
 }

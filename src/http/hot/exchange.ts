@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ClientSignal } from '../../core/deadlines.js'
 import type { HandOn } from '../env.js'
-import { clientIpOf } from '../middleware/rate-limit.js'
+import { type ClientIdentityConfig, clientIdOf } from '../middleware/rate-limit.js'
 
 // The hot routes' view of one request and their answer, independent of where the request came
 // from: a node:http socket (src/http/hot/node.ts, no Web Request or Response is built at all) or
@@ -17,8 +17,8 @@ export interface Exchange {
   header(name: string): string | undefined
   /** The whole body as UTF-8 text (read once). */
   text(): Promise<string>
-  /** The client's address (src/http/middleware/rate-limit.ts clientIpOf). */
-  clientIp(hops: number): string
+  /** The client's identity for per-IP limits (src/http/middleware/rate-limit.ts clientIdOf). */
+  clientId(who: ClientIdentityConfig): string
   /** Says when the client went away (the request's deadline aborts then). */
   readonly client: ClientSignal
   /** What GraphQL's context and Yoga's hooks read of a request: url, method, headers.get/has, signal. */
@@ -67,7 +67,7 @@ export function requestExchange(request: Request, env: unknown): Exchange {
     url,
     header: (name) => request.headers.get(name) ?? undefined,
     text: () => request.text(),
-    clientIp: (hops) => clientIpOf(request.headers.get('x-forwarded-for'), env, hops),
+    clientId: (who) => clientIdOf(request.headers.get('x-forwarded-for'), env, who),
     get client() {
       return request.signal
     },
@@ -141,7 +141,7 @@ export function nodeExchange(req: IncomingMessage, res: ServerResponse): Exchang
           if (!req.complete) reject(new Error('The client closed the request before its body was read.'))
         })
       }),
-    clientIp: (hops) => clientIpOf(header('x-forwarded-for'), { incoming: req }, hops),
+    clientId: (who) => clientIdOf(header('x-forwarded-for'), { incoming: req }, who),
     client,
     request,
   }

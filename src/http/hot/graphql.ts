@@ -1,7 +1,7 @@
 import type { ExecutionResult } from 'graphql'
 import { createGraphQLError } from 'graphql-yoga'
 import type { Config } from '../../config.js'
-import { Deadline } from '../../core/deadlines.js'
+import { CLIENT_CLOSED_REQUEST, Deadline } from '../../core/deadlines.js'
 import { isGraphQLError } from '../../core/errors.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { RequestScope } from '../../graphql/context.js'
@@ -11,7 +11,7 @@ import type { DataUse } from '../../freshness/answer.js'
 import type { Freshness } from '../../freshness/status.js'
 import { dataAsOfHeaders } from '../headers.js'
 import { NOT_ACCEPTABLE } from '../middleware/limits.js'
-import { requestIdOf } from '../middleware/observability.js'
+import { recordRequest, requestIdOf } from '../middleware/observability.js'
 import { operationData, type ResponseCache } from '../response-cache.js'
 import { countPublic, finish, graphqlError, lowercased, type Finish } from './answer.js'
 import type { HotHandler } from './exchange.js'
@@ -70,7 +70,7 @@ export function hotGraphql({
   classOf,
   freshness,
 }: {
-  config: Pick<Config, 'cors' | 'trustProxyHops' | 'requests'>
+  config: Pick<Config, 'cors' | 'trustProxyHops' | 'ipv6Prefix' | 'requests'>
   yoga: Yoga
   limits: RateLimits
   cache: ResponseCache
@@ -124,7 +124,14 @@ export function hotGraphql({
     if (x.header('transfer-encoding') !== undefined || (length !== undefined && (!/^\d+$/.test(length) || Number(length) > maxBytes))) return undefined
     return (async () => {
       const started = performance.now()
-      const text = await x.text()
+      let text: string
+      try {
+        text = await x.text()
+      } catch (e) {
+        // Gone in the middle of its body: nobody to answer, one request line at 499 (src/http/errors.ts clientError).
+        if (x.client.aborted) recordRequest(requestIdOf(x.header('x-request-id')), 'POST', '/graphql', CLIENT_CLOSED_REQUEST, started)
+        throw e
+      }
       if (length === undefined && Buffer.byteLength(text) > maxBytes) return { body: text }
       let params: unknown
       try {
@@ -140,7 +147,7 @@ export function hotGraphql({
       // src/http/middleware/event-streams.ts), whatever its Accept header: the routes' path.
       if (kind.subscription) return { body: text }
       const keyManagement = kind.keyManagement
-      const count = await countPublic(x, limits, config.trustProxyHops)
+      const count = await countPublic(x, limits, config)
       if ('counted' in count) return { body: text, counted: count.counted }
       const { rateLimit } = count
       const requestId = requestIdOf(x.header('x-request-id'))

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { AppError } from '../../core/errors.js'
-import type { RateLimits } from '../../core/rate-limit.js'
+import type { FailureBucket, RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
-import { clientIp } from './rate-limit.js'
+import { type ClientIdentityConfig, clientId } from './rate-limit.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest()
 
@@ -26,23 +26,34 @@ export function bearerMatches(header: string | undefined | null, expected: strin
 /**
  * Routes behind `Authorization: Bearer <token>`: absent (404) while the token is not configured,
  * 401 for any other bearer. `name`: the setting, e.g. ADMIN_TOKEN. With `guard`, wrong tokens are
- * counted per client IP (RATE_LIMIT_BEARER_FAILURES_PER_MINUTE): past the limit that address gets
- * 429 for the rest of the minute, the right token included, so guessing learns nothing more.
+ * counted per client (RATE_LIMIT_BEARER_FAILURES_PER_MINUTE) in the route family's own budget
+ * (`bucket`): past it that address gets 429 for the rest of the minute on its wrong tokens only.
+ * The token is checked first: the right one is always served, whoever else shares the address
+ * (a NAT, an SNAT gateway) and whatever they sent. The tokens are at least 32 characters
+ * (src/config.ts): the budget keeps guessing noise cheap, it is not what makes guessing hopeless.
  */
 export function requireBearer(
   token: string | undefined,
   name: string,
   what: string,
-  guard?: { limits: RateLimits; trustProxyHops: number },
+  guard?: { limits: RateLimits; who: ClientIdentityConfig; bucket: FailureBucket },
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
-    const ip = guard && clientIp(c, guard.trustProxyHops)
-    if (ip) guard.limits.refuseIfLimited('bearer', ip)
     if (!bearerMatches(c.req.header('authorization'), token)) {
-      if (ip) await guard.limits.consume('bearer', ip)
+      if (guard) await countFailure(guard.limits, guard.bucket, clientId(c, guard.who))
       throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
     }
     await next()
   }
+}
+
+/**
+ * One failed authentication from `client` in `bucket`: 429 while that client is over the budget
+ * (known here, no store round trip), else counted (429 once this one goes over it). Successful
+ * authentications never come here.
+ */
+export async function countFailure(limits: RateLimits, bucket: FailureBucket, client: string): Promise<void> {
+  limits.refuseIfLimited(bucket, client)
+  await limits.consume(bucket, client)
 }

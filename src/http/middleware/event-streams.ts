@@ -3,10 +3,10 @@ import { AppError } from '../../core/errors.js'
 import { subscriptionsOpen, subscriptionsRefused } from '../../core/metrics.js'
 import type { AppEnv } from '../env.js'
 import { graphqlErrorResponse } from '../errors.js'
-import { clientIp } from './rate-limit.js'
+import { type ClientIdentityConfig, clientId } from './rate-limit.js'
 
 // The open event streams of /graphql (subscriptions over SSE, src/graphql/sse.ts): admitted within
-// SUBSCRIPTIONS_MAX per instance and SUBSCRIPTIONS_PER_IP per client IP, counted from the request
+// SUBSCRIPTIONS_MAX per instance and SUBSCRIPTIONS_PER_IP per client (an IPv6 client: its network of RATE_LIMIT_IPV6_PREFIX bits), counted from the request
 // until the stream ends (completed, cut by the client, or ended here on shutdown), and ended
 // cleanly on shutdown: `event: complete`, then the connection closes, so clients reconnect to
 // another instance instead of waiting for a timeout. A request asking for text/event-stream holds
@@ -26,7 +26,7 @@ export interface EventStreams {
 
 const wantsEventStream = (accept: string | undefined) => accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept)
 
-export function eventStreams({ max, perIp, trustProxyHops }: { max: number; perIp: number; trustProxyHops: number }): EventStreams {
+export function eventStreams({ max, perIp, who }: { max: number; perIp: number; who: ClientIdentityConfig }): EventStreams {
   const byIp = new Map<string, number>()
   const ends = new Set<() => void>()
   let open = 0
@@ -67,7 +67,7 @@ export function eventStreams({ max, perIp, trustProxyHops }: { max: number; perI
 
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (c.req.method !== 'GET' && c.req.method !== 'POST') return next()
-    const ip = clientIp(c, trustProxyHops)
+    const ip = clientId(c, who)
     // Asked for by Accept: the place is taken before the operation runs, so concurrent requests
     // cannot overshoot. A subscription sent with Accept */* (curl's default) is answered with a
     // stream too: its place is taken once the answer says so.

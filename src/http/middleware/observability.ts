@@ -24,6 +24,21 @@ export function recordRequest(requestId: string, method: string, route: string, 
   else logger.info(fields, 'request')
 }
 
+type NodeBindings = { incoming?: { socket?: { destroyed?: boolean } }; outgoing?: { writableFinished?: boolean; destroyed?: boolean } }
+
+/**
+ * Whether the client of a request (from @hono/node-server's bindings, or the node:http listener's;
+ * false in process) closed its connection before it was answered: typically in the middle of its
+ * body, where reading the body fails with `ECONNRESET` "aborted". Nobody is left to answer; it is
+ * no failure of ours (src/http/errors.ts clientError answers it as 499, never as an outage).
+ */
+export function clientLeft(env: unknown): boolean {
+  const outer = env as (NodeBindings & { server?: NodeBindings }) | undefined
+  const { incoming, outgoing } = outer?.server ?? outer ?? {}
+  if (!incoming?.socket) return false
+  return !outgoing?.writableFinished && (outgoing?.destroyed === true || incoming.socket.destroyed === true)
+}
+
 /** Whether the request (from @hono/node-server's bindings; absent in process) still has body bytes nobody read. */
 function bodyLeftUnread(env: unknown): boolean {
   const incoming = (env as { incoming?: { readableEnded?: boolean; headers?: Record<string, string | string[] | undefined> } } | undefined)?.incoming

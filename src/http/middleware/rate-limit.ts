@@ -1,14 +1,19 @@
 import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import type { Config } from '../../config.js'
+import { clientIdentity } from '../../core/client-address.js'
 import { commaList } from '../../core/formats.js'
 import type { Bucket, RateLimitState, RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
 
+/** What identifies a client to the per-IP limits (TRUST_PROXY, RATE_LIMIT_IPV6_PREFIX). */
+export type ClientIdentityConfig = Pick<Config, 'trustProxyHops' | 'ipv6Prefix'>
+
 /**
- * The client's IP address: the socket's peer, or, behind `hops` trusted proxies, the address the
- * outermost of them saw (counted from the right of X-Forwarded-For, since entries further left
+ * The client's address as sent: the socket's peer, or, behind `hops` trusted proxies, the address
+ * the outermost of them saw (counted from the right of X-Forwarded-For, since entries further left
  * are whatever the client chose to send). `env`: @hono/node-server's bindings (absent in process).
  */
-export function clientIpOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string {
+function clientAddressOf(forwardedFor: string | null | undefined, env: unknown, hops: number): string | undefined {
   if (hops > 0) {
     const forwarded = commaList(forwardedFor)
     if (forwarded.length > 0) return forwarded[Math.max(0, forwarded.length - hops)]!
@@ -16,11 +21,21 @@ export function clientIpOf(forwardedFor: string | null | undefined, env: unknown
   // In-process requests (tests, app.fetch without a server) have no socket.
   type Bindings = { incoming?: { socket?: { remoteAddress?: string } } }
   const outer = env as (Bindings & { server?: Bindings }) | undefined
-  return (outer?.server ?? outer)?.incoming?.socket?.remoteAddress ?? 'unknown'
+  return (outer?.server ?? outer)?.incoming?.socket?.remoteAddress
 }
 
-export function clientIp(c: HonoContext, hops: number): string {
-  return clientIpOf(c.req.header('x-forwarded-for'), c.env, hops)
+/**
+ * The identity every per-IP limit counts (the public rate limit, the wrong-token budgets, the
+ * subscription streams per client): the client's address in canonical form, an IPv6 client's
+ * network of RATE_LIMIT_IPV6_PREFIX bits (src/core/client-address.ts); `unknown` without a socket.
+ */
+export function clientIdOf(forwardedFor: string | null | undefined, env: unknown, who: ClientIdentityConfig): string {
+  const address = clientAddressOf(forwardedFor, env, who.trustProxyHops)
+  return address === undefined ? 'unknown' : clientIdentity(address, who.ipv6Prefix)
+}
+
+export function clientId(c: HonoContext, who: ClientIdentityConfig): string {
+  return clientIdOf(c.req.header('x-forwarded-for'), c.env, who)
 }
 
 /**
@@ -40,9 +55,9 @@ export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bu
 }
 
 /** Answers 429 `rate_limited` (with Retry-After) once the client IP is over its per-minute budget. */
-export function limitByClientIp(limits: RateLimits, hops: number): MiddlewareHandler<AppEnv> {
+export function limitByClientIp(limits: RateLimits, who: ClientIdentityConfig): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    await countOnce(c, limits, 'public', clientIp(c, hops))
+    await countOnce(c, limits, 'public', clientId(c, who))
     await next()
   }
 }

@@ -31,11 +31,11 @@ export const POSTGRES_CHUNK_ROWS = 1000
 
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
 export function adminRoutes(
-  config: Pick<Config, 'adminToken' | 'trustProxyHops' | 'storage'>,
+  config: Pick<Config, 'adminToken' | 'trustProxyHops' | 'ipv6Prefix' | 'storage'>,
   hooks: { onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService; limits?: RateLimits },
 ) {
   const app = new Hono<AppEnv>()
-  app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin', hooks.limits && { limits: hooks.limits, trustProxyHops: config.trustProxyHops }))
+  app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin', hooks.limits && { limits: hooks.limits, who: config, bucket: 'admin_token' }))
 
   app.post(
     '/import',

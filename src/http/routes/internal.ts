@@ -13,9 +13,9 @@ import { VERIFY_BODY_LIMIT, verifyAnswer } from '../verify-key.js'
  * absent (404) when INTERNAL_TOKEN is unset. `limits`: wrong tokens are counted per client IP (the
  * per-key verification budget is the verifier's own `limiter`, src/app.ts).
  */
-export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProxyHops'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
+export function internalRoutes(config: Pick<Config, 'internalToken' | 'trustProxyHops' | 'ipv6Prefix'>, verifier: ApiKeyVerifier, limits?: RateLimits) {
   const app = new Hono<AppEnv>()
-  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal', limits && { limits, trustProxyHops: config.trustProxyHops }))
+  app.use('*', requireBearer(config.internalToken, 'INTERNAL_TOKEN', 'Internal', limits && { limits, who: config, bucket: 'internal_token' }))
 
   app.post(
     '/v1/apiKey/verify',
