@@ -7,6 +7,7 @@ import { createDatabase, databaseUrl, dropDatabase, generateDataset, keptDataset
 import { load, type LoadResult } from './load.js'
 import { cpuMsOf, memoryOf, ROOT, sampleRss, sqlStatements, startBaseline, startGateway, type Gateway, type Target } from './processes.js'
 import { formatTable, machine, type ModeResult, type Row } from './report.js'
+import { formatImportUnderLoad, importUnderLoad, type ImportUnderLoad } from './import-under-load.js'
 import { requestKey, scenarios, type BenchRequest, type Scenario } from './scenarios.js'
 
 // `npm run bench`: the gateway against its two same-run baselines, on PostgreSQL with the large
@@ -347,6 +348,31 @@ const modes: ModeResult[] = []
 if (settings.modes.includes('postgres')) modes.push(await postgresMode())
 if (settings.modes.includes('embedded')) modes.push(await embeddedMode())
 
+// A large import through a running gateway: /healthz p99 during it and the RSS after it, against
+// their bounds (bench/import-under-load.ts). Left out with --only, which measures one scenario.
+const imports: ImportUnderLoad[] = []
+if (!settings.only) {
+  for (const mode of settings.modes) {
+    if (mode === 'postgres') {
+      const name = `${settings.database}_import`
+      await createDatabase(settings.adminUrl, name)
+      try {
+        imports.push(await importUnderLoad('postgres', { DATABASE_URL: databaseUrl(settings.adminUrl, name) }))
+      } finally {
+        await dropDatabase(settings.adminUrl, name)
+      }
+    } else if (mode === 'embedded') {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'vaultgate-bench-import-'))
+      try {
+        imports.push(await importUnderLoad('embedded', { DATA_DIR: path.join(dir, 'data') }))
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    }
+    log(formatImportUnderLoad(imports.at(-1)!))
+  }
+}
+
 const commit = (() => {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
@@ -361,9 +387,12 @@ const result = {
   machine: machine(),
   settings: { ...settings, adminUrl: undefined },
   modes,
+  imports,
 }
 await mkdir(RESULTS, { recursive: true })
 const file = path.join(RESULTS, `bench-${started.toISOString().replace(/[:.]/g, '-')}.json`)
 await writeFile(file, `${JSON.stringify(result, null, 2)}\n`)
 await writeFile(path.join(RESULTS, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
-process.stdout.write(`\n${formatTable(result)}\n\nResults: ${path.relative(process.cwd(), file)}\n`)
+process.stdout.write(
+  `\n${formatTable(result)}\n${imports.map((r) => `\n${formatImportUnderLoad(r)}`).join('')}\n\nResults: ${path.relative(process.cwd(), file)}\n`,
+)

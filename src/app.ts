@@ -25,6 +25,7 @@ import { limitByClientIp } from './http/middleware/rate-limit.js'
 import { cachedGraphql, operationData, ResponseCache } from './http/response-cache.js'
 import { adminRoutes } from './http/routes/admin.js'
 import { explorerRoutes } from './http/routes/explorer.js'
+import { graphiqlRoutes } from './http/routes/graphiql.js'
 import { internalRoutes } from './http/routes/internal.js'
 import { referenceRoutes } from './http/routes/reference.js'
 import { watchDataChanges } from './importer/changes.js'
@@ -258,6 +259,8 @@ export function createApp({
   // Integrator surfaces: the OpenAPI document, the browsable reference and the vault explorer.
   app.route('/', referenceRoutes())
   app.route('/', explorerRoutes())
+  // GraphiQL's bundle, apart from its page (src/graphql/graphiql-page.ts).
+  if (config.graphql.graphiql) app.route('/', graphiqlRoutes())
 
   app.notFound((c) => errorResponse(c, new AppError('not_found', `No route for ${c.req.method} ${quoted(c.req.path)}.`)))
   app.onError(answerError)

@@ -99,6 +99,10 @@ export const commands = {
     summary: 'Load a JSON document of vaults, compositions, vault_snapshots and transactions in one transaction.',
   },
   webhooks: { usage: WEBHOOKS_USAGE, summary: WEBHOOKS_SUMMARY },
+  dev: {
+    usage: 'vaultgate dev token --wallet ADDRESS',
+    summary: 'Development only: a local signing key, a wallet-session token for ADDRESS, and the settings and curl to create an API key with it.',
+  },
   sources: {
     usage: 'vaultgate sources check [FILE]',
     summary: 'Check a sources file (default VAULT_SOURCES_FILE), its chains and its contracts before they are followed; writes nothing.',
@@ -392,6 +396,38 @@ function distance(a: string, b: string): number {
 
 const version = (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version
 
+/** A word for a POSIX shell: quoted only when it needs to be. */
+const shellWord = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`)
+
+/** `dev token` (src/auth/dev-token.ts): prints what a local try of key management needs; never opens the database. */
+async function devTokenCommand(options: { wallet: string }): Promise<void> {
+  // Before the configuration is read: production's required settings must not hide this refusal.
+  if (process.env.NODE_ENV === 'production') throw new BootError('dev token is for development only; it refuses to run with NODE_ENV=production.')
+  const address = normalizeAddress(options.wallet)
+  if (address === undefined) throw new BootError(`${options.wallet} is not an EVM address (0x followed by 40 hex digits).`)
+  const config = loadConfig(process.env)
+  // The key lives in DATA_DIR also when the data are in PostgreSQL (an in-memory database has no folder: the default one then).
+  const dataDir =
+    config.storage.mode === 'embedded' && !config.storage.dataDir.startsWith('memory://') ? config.storage.dataDir : (process.env.DATA_DIR ?? './.data')
+  const { devToken, DEV_TOKEN_TTL_S } = await import('./auth/dev-token.js')
+  const dev = await devToken(dataDir.startsWith('memory://') ? './.data' : dataDir, address)
+  const settings = Object.entries(dev.env).map(([k, v]) => `${k}=${shellWord(v)}`)
+  out(`${dev.created ? 'Created' : 'Reusing'} the development signing key; its public key set is ${dev.jwksFile}.`)
+  out('Start the gateway with these settings (restart a running one), so it trusts the key and allowlists the wallet:')
+  out('')
+  out(`  ${settings.join(' ')} npm start`)
+  out('')
+  out(`A wallet-session token for ${address}, valid ${DEV_TOKEN_TTL_S / 3600} hours (until ${dev.expiresAt.toISOString()}):`)
+  out('')
+  out(`  TOKEN=${dev.token}`)
+  out('')
+  out('Create an API key with it:')
+  out('')
+  out(
+    `  curl -s -X POST http://127.0.0.1:${config.port}/v1/apiKey -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"name":"local try"}'`,
+  )
+}
+
 /** The vaultgate command line. Errors and exits are left to the caller (exitOverride). */
 export function createProgram(): Command {
   const program = new Command('vaultgate')
@@ -481,6 +517,19 @@ export function createProgram(): Command {
     })
     .option('--cursor <cursor>', "the previous page's cursor (printed after a full page)")
     .action((id: string, options: { status?: string; limit?: number; cursor?: string }) => webhooksCommand({ action: 'deliveries', id, ...options }))
+  const dev = program
+    .command('dev')
+    .description(commands.dev.summary)
+    .usage('token --wallet ADDRESS')
+    .argument('[action]')
+    .action((action: string | undefined) => refuseAction(dev, action, ['token']))
+  dev
+    .command('token')
+    .description(
+      'Write (or reuse) a signing key under DATA_DIR/dev-auth/, print the settings that make the gateway trust it and allowlist the wallet, a token, and the curl that creates an API key. Refused under NODE_ENV=production.',
+    )
+    .requiredOption('--wallet <address>', 'the wallet the token holds, 0x followed by 40 hex digits')
+    .action(devTokenCommand)
   const sources = program
     .command('sources')
     .description(commands.sources.summary)

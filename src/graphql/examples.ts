@@ -109,8 +109,56 @@ query ApiKeyUsage {
   },
 ]
 
+/**
+ * What a dashboard reads first (issue 30): a vault table sorted by USD value with APYs, a search
+ * box, and one vault's performance chart. First in the document, so GraphiQL opens on them.
+ */
+function dashboardExamples(ids: ExampleIds): ExampleOperation[] {
+  return [
+    {
+      query: `# A dashboard's vault table: the largest vaults by TVL in USD,
+# with realized APYs (percent, net of fees; null while the
+# history is too short, never 0). orderBy: tvl, tvlUsd, apy7d,
+# apy30d; direction: desc (default) or asc.
+query VaultTable {
+  vaults(first: 20, orderBy: { field: tvlUsd, direction: desc }) {
+    edges { node { id name chain baseAsset status tvl tvlUsd sharePrice performance { asOf apy1d apy7d apy30d apy90d apy1y apyInception } } }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+`,
+    },
+    {
+      query: `# A vault's performance chart: share price, TVL (in base asset
+# and USD) and 7-day APY per bucket, oldest first, with the
+# newest snapshot's values. timeframe: P7D (hourly), P30D
+# (6-hourly), P1Y (daily), ALL (weekly). A point flagged
+# "spike" is left out of the APY windows.
+query Performance {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
+    id name tvlUsd
+    performance { asOf sharePrice tvl tvlUsd apy7d apy30d apyInception }
+    performanceSeries(timeframe: P30D) { timeframe points { t sharePrice tvl tvlUsd apy7dPct flags } }
+  }
+}
+`,
+    },
+    {
+      query: `# A search box: vaults whose id, name or symbol contains the
+# text (any case), best 7-day APY first.
+query SearchVaults {
+  vaults(search: "usd", orderBy: { field: apy7d }, first: 10) {
+    edges { node { id name symbol chain tvlUsd performance { apy7d } } }
+  }
+}
+`,
+    },
+  ]
+}
+
 export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOperation[] {
   return [
+    ...dashboardExamples(ids),
     {
       query: `# A vault's metadata with live values and its current composition.
 # Amounts (tvl, sharePrice, …) are exact decimal strings;

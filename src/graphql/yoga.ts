@@ -10,6 +10,7 @@ import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
 import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
+import { renderGraphiQLShell } from './graphiql-page.js'
 import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
@@ -67,9 +68,9 @@ export function createGatewayYoga({
       ),
     maskedErrors: { maskError },
     graphiql: config.graphql.graphiql ? async () => graphiqlOptions(await examples) : false,
-    // The bundled GraphiQL: the default one loads its scripts from a CDN, which offline machines lack.
-    // Loaded on first use: its bundle holds ~30 MB of heap that production (no GraphiQL) never needs.
-    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
+    // The bundled GraphiQL (the default one loads its scripts from a CDN, which offline machines
+    // lack), as a small page that loads the bundle from this gateway (src/graphql/graphiql-page.ts).
+    renderGraphiQL: renderGraphiQLShell,
     landingPage: false,
     logging: false,
     // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.

@@ -14,6 +14,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
+import { eventually } from '../support/eventually.js'
 
 /** Set by CI (and by you, to run the shared-limit test): a Redis server the tests may write to. */
 const REDIS_URL = process.env.TEST_REDIS_URL
@@ -247,15 +248,14 @@ describe(`rate limits when Redis is down (${testBackend})`, () => {
     expect(codes).toEqual([404, 404, 404, 429, 429])
     // The warning comes with the refused connection (ioredis is loaded, then connects, in the background).
     const warnings = () => lines.filter((l) => l.msg === 'Redis unavailable: rate limits are counted per instance until it is back')
-    for (let i = 0; i < 100 && warnings().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
-    expect(warnings()).toHaveLength(1)
+    await eventually(() => expect(warnings()).toHaveLength(1), { timeoutMs: 5000 })
     const metrics = await (await app.fetch(new Request('http://vaultgate.test/metrics'))).text()
     expect(metrics).toMatch(/^vaultgate_rate_limit_decisions_total\{bucket="public",result="fallback"\} [1-9]\d*$/m)
   })
 })
 
 async function waitForRedis(app: App) {
-  for (let i = 0; i < 100 && app.limits.store === 'redis' && !(await app.limits.ready()); i++) await new Promise((r) => setTimeout(r, 50))
+  if (app.limits.store === 'redis') await eventually(() => app.limits.ready(), { timeoutMs: 5000, what: 'Redis ready' }).catch(() => {})
 }
 
 describe.runIf(REDIS_URL)(`rate limits when Redis stalls (${testBackend})`, () => {
@@ -270,8 +270,7 @@ describe.runIf(REDIS_URL)(`rate limits when Redis stalls (${testBackend})`, () =
     setLogger(createLogger('silent')) // the warning is checked in 'rate limits when Redis is down'
     const config = loadConfig({ NODE_ENV: 'test', RATE_LIMIT_PUBLIC_PER_MINUTE: '5', REDIS_URL: target.toString() })
     limits = createRateLimits(config, { redisPrefix: `vaultgate:test:${randomBytes(4).toString('hex')}`, redisCooldownMs: 1500 })
-    for (let i = 0; i < 100 && !(await limits.ready()); i++) await new Promise((r) => setTimeout(r, 50))
-    expect(await limits.ready()).toBe(true)
+    await eventually(() => limits.ready(), { timeoutMs: 5000, what: 'Redis ready' })
   })
   afterAll(async () => {
     setLogger(previous)

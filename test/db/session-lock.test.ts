@@ -3,18 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.js'
 import { holdSessionLock, type SessionLock } from '../../src/db/session-lock.js'
 import { testBackend, testDatabase } from '../support/db.js'
+import { eventually } from '../support/eventually.js'
 
 // The lock behind "one chain follower at a time" (src/db/session-lock.ts), against PostgreSQL
 // itself: one holder among several asking, a holder whose session is killed stops at once, and the
 // lock passes on. The embedded database has no such lock: it belongs to one process.
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 describe.skipIf(testBackend !== 'postgres')('session advisory lock (postgres)', () => {
   let db: Database
@@ -56,7 +49,7 @@ describe.skipIf(testBackend !== 'postgres')('session advisory lock (postgres)', 
 
   it('is held by one instance; when its session is killed it stops at once and another takes the lock', async () => {
     const a = instance('a')
-    await until('a holds the lock', () => a.lock.held)
+    await eventually(() => a.lock.held, { what: 'a holds the lock' })
     const b = instance('b')
     await new Promise((r) => setTimeout(r, 400)) // b has asked a few times
     expect([a.lock.held, b.lock.held]).toEqual([true, false])
@@ -67,8 +60,8 @@ describe.skipIf(testBackend !== 'postgres')('session advisory lock (postgres)', 
     await admin.connect()
     await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'lock-test-a'`)
     await admin.end()
-    await until('a told it lost the lock', () => a.events.includes('lost'))
-    await until('someone holds the lock again', async () => (await holderPids()).length === 1)
+    await eventually(() => a.events.includes('lost'), { what: 'a told it lost the lock' })
+    await eventually(async () => (await holderPids()).length === 1, { what: 'someone holds the lock again' })
     const holders = await holderPids()
     // Exactly one of them holds it, and knows it.
     expect([a.lock.held, b.lock.held].filter(Boolean)).toHaveLength(1)
@@ -78,7 +71,7 @@ describe.skipIf(testBackend !== 'postgres')('session advisory lock (postgres)', 
     // Closing the holder releases the lock to the other.
     const [holder, other] = a.lock.held ? [a, b] : [b, a]
     await holder.lock.close()
-    await until('the other holds it', () => other.lock.held)
+    await eventually(() => other.lock.held, { what: 'the other holds it' })
     expect(await holderPids()).toEqual([other === a ? 'lock-test-a' : 'lock-test-b'])
   })
 })

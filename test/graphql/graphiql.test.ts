@@ -102,12 +102,51 @@ describe(`GraphiQL examples (${testBackend})`, () => {
     const res = await t.request('/graphql', { headers: { accept: 'text/html' } })
     expect(res.status).toBe(200)
     const html = await res.text()
-    expect(html).toContain(JSON.stringify(exampleDocument()).slice(1, -1))
+    const options = JSON.parse(/renderYogaGraphiQL\([^,]+, (\{.*\})\);/.exec(html)![1]!)
+    expect(options.defaultQuery).toBe(exampleDocument())
     expect(parse(exampleDocument()).definitions.map((d) => (d as OperationDefinitionNode).name?.value)).toEqual(
       exampleOperations().map((e) => (parse(e.query).definitions[0] as OperationDefinitionNode).name?.value),
     )
     expect(html).not.toMatch(/<script[^>]+src="https?:/)
     expect(html).not.toMatch(/<link[^>]+href="https?:/)
+  })
+
+  it('lead with what a dashboard reads first: vaults by tvlUsd with APYs, a performance chart, a search', async () => {
+    const first = exampleOperations(ids).slice(0, 3)
+    expect(first.map((e) => (parse(e.query).definitions[0] as OperationDefinitionNode).name?.value)).toEqual(['VaultTable', 'Performance', 'SearchVaults'])
+    const fields = new Set(first.flatMap((e) => parse(e.query).definitions.flatMap((d) => selectedFields(schema, d as OperationDefinitionNode))))
+    for (const f of ['Vault.performance', 'Vault.performanceSeries', 'Vault.tvlUsd', 'VaultPerformance.apy7d', 'PerformanceSeries.points'])
+      expect(fields).toContain(f)
+    const text = first.map((e) => e.query).join('\n')
+    expect(text).toContain('orderBy: { field: tvlUsd, direction: desc }')
+    expect(text).toContain('search: "usd"')
+    const search = await t.graphql(first[2]!.query)
+    expect(search.body.data.vaults.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([fullVault.id])
+    const performance = await t.graphql(first[1]!.query)
+    expect(performance.body.errors).toBeUndefined()
+    expect(performance.body.data.vault.performanceSeries.timeframe).toBe('P30D')
+  })
+
+  it('serve a small page whose bundle is a separate, compressed, immutable asset', async () => {
+    const page = await t.request('/graphql', { headers: { accept: 'text/html', 'accept-encoding': 'br' } })
+    const html = await page.text()
+    // The page renderGraphiQL writes inlines ~9 MB; the shell holds the example document and links.
+    expect(Buffer.byteLength(html)).toBeLessThan(32 * 1024)
+    const assets = [...html.matchAll(/(?:src|href)="(\/graphiql\/[^"]+)"/g)].map((m) => m[1]!)
+    expect(assets.map((a) => a.replace(/^\/graphiql\/[^/]+\//, ''))).toEqual(['favicon.ico', 'graphiql.css', 'graphiql.js'])
+    for (const asset of assets) {
+      const res = await t.request(asset, { headers: { 'accept-encoding': 'br, gzip' } })
+      expect(res.status, asset).toBe(200)
+      expect(res.headers.get('content-encoding')).toBe('br')
+      expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+      const etag = res.headers.get('etag')!
+      expect((await t.request(asset, { headers: { 'accept-encoding': 'br', 'if-none-match': etag } })).status).toBe(304)
+    }
+    const js = await t.request(assets[2]!)
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+    const script = await js.text()
+    expect(script.length).toBeGreaterThan(4_000_000)
+    expect(script).toContain('renderYogaGraphiQL')
   })
 
   it('take their ids from the demo data hints', () => {

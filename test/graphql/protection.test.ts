@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
+import { GRAPHIQL_ASSETS } from '../../src/graphql/graphiql-page.js'
 
 const GQL = { 'content-type': 'application/json', accept: 'application/graphql-response+json' }
 const badRequest = (message: string) => ({ errors: [{ message, extensions: { code: 'bad_request' } }] })
@@ -189,6 +190,8 @@ describe(`production mode (${testBackend})`, () => {
     })
     const page = await graphiql(prod)
     expect(page.status).toBe(406)
+    // Nor is its bundle served (src/http/routes/graphiql.ts).
+    expect((await prod.request(`${GRAPHIQL_ASSETS}/graphiql.js`)).status).toBe(404)
     expect(await page.json()).toEqual({
       errors: [
         {

@@ -6,6 +6,7 @@ import { testBackend } from '../support/db.js'
 import { INTERNAL_TOKEN, createKeysTestApp, type KeysTestApp } from '../support/keys.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
+import { cacheClearedSince } from '../support/eventually.js'
 
 // Cache hits and key verifications are answered before the Hono routes (src/http/early-answers.ts).
 // Whatever path answers, the client must see the same thing: the same status, body and headers
@@ -51,7 +52,7 @@ describe(`early answers (${testBackend})`, () => {
     t = await createKeysTestApp({ allowlist: [W1], env: { RESPONSE_CACHE_TTL_MS: '60000', CORS_ORIGINS: ALLOWED } })
     const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vaultDoc('fast-a', { name: 'Fast A', tvl: '12.5' }), vaultDoc('fast-b', { name: 'Fast B', tvl: '7' })] })
-    for (let i = 0; i < 100 && t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
+    await cacheClearedSince(t.app.responseCache, generation)
     routesOnly = createApp({ config: t.config, db: t.db, earlyAnswering: false })
     await routesOnly.ready
   })

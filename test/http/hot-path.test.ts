@@ -9,6 +9,7 @@ import { createTestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
+import { cacheClearedSince } from '../support/eventually.js'
 
 // The hot path (src/http/hot/, src/rest/hot.ts; docs/adr/0004-hot-path.md) answers POST /graphql
 // and the REST reads from the socket, without Hono. A client must not be able to tell: the same
@@ -251,7 +252,7 @@ describe(`hot path with the response cache on (${testBackend})`, () => {
           txDoc('hot-c-1', { vault_id: 'hot-c', address: W, type: 'deposit', status: 'completed', amount: '2', timestamp: '2026-01-01T00:00:00Z' }),
         ],
       })
-      for (let i = 0; i < 100 && s.t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
+      await cacheClearedSince(s.t.app.responseCache, generation)
       const before = s.counter.taken
       const publicQuery = gql({ query: VAULT, variables: { id: 'hot-c' } })
       const privateQuery = gql({ query: `{ user(address: "${W}") { positions { vaultId shareBalance } } }` })

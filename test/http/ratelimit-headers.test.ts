@@ -5,6 +5,7 @@ import { testBackend } from '../support/db.js'
 import { createKeysTestApp, type KeysTestApp } from '../support/keys.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
+import { cacheClearedSince } from '../support/eventually.js'
 
 // docs/spec/decisions.md §13: successful public answers carry the IETF RateLimit-Policy and
 // RateLimit fields (draft-ietf-httpapi-ratelimit-headers) of the client's per-IP budget, whichever
@@ -27,7 +28,7 @@ describe(`RateLimit headers on public answers (${testBackend})`, () => {
     t = await createKeysTestApp({ env: { RESPONSE_CACHE_TTL_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: String(LIMIT), TRUST_PROXY: '1' } })
     const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vaultDoc('rl-a', { name: 'RL A' })] })
-    for (let i = 0; i < 100 && t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
+    await cacheClearedSince(t.app.responseCache, generation)
   })
   afterAll(() => t.close())
 

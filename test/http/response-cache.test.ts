@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ImportVault } from '../../src/importer/document.js'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
+import { cacheClearedSince, eventually } from '../support/eventually.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
@@ -16,26 +17,13 @@ const ADMIN_TOKEN = 'admin-token-for-cache-tests-0123456789abcdef'
 const vault = (id: string, tvl: string): ImportVault =>
   vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5', contract: { address: '0x00000000000000000000000000000000000000cc' } })
 
-/** Reads until `done` holds, for at most 5 s (a notification travels through the database). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  let value = await read()
-  for (let i = 0; i < 100 && !done(value); i++) {
-    await new Promise((r) => setTimeout(r, 50))
-    value = await read()
-  }
-  return value
-}
-
 const VAULT_QUERY = 'query CacheVault($id: ID!) { vault(id: $id) { id tvl composition { asOf positions { platform pct } } } }'
 
 describe(`response cache (${testBackend})`, () => {
   let t: TestApp
 
   /** Waits until the cache has been emptied `times` more times (each import's NOTIFY arrives on its own schedule). */
-  const clearedSince = async (generation: number, times = 1) => {
-    for (let i = 0; i < 100 && t.app.responseCache.ticket() < generation + times; i++) await new Promise((r) => setTimeout(r, 50))
-    expect(t.app.responseCache.ticket()).toBeGreaterThanOrEqual(generation + times)
-  }
+  const clearedSince = (generation: number, times = 1) => cacheClearedSince(t.app.responseCache, generation, times)
 
   beforeAll(async () => {
     t = await createTestApp({ RESPONSE_CACHE_TTL_MS: '60000', ADMIN_TOKEN })
@@ -120,10 +108,11 @@ describe(`response cache (${testBackend})`, () => {
     const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vault('cache-a', '101')] })
     await clearedSince(generation)
-    const after = await eventually(
-      () => getVault('cache-a'),
-      (r) => r.body.tvl !== '100',
-    )
+    const after = await eventually(async () => {
+      const r = await getVault('cache-a')
+      expect(r.body.tvl).not.toBe('100')
+      return r
+    })
     expect(after.body.tvl).toBe('101')
   })
 
@@ -139,10 +128,11 @@ describe(`response cache (${testBackend})`, () => {
     } else {
       await t.db.pglite!.exec(sql)
     }
-    const after = await eventually(
-      () => graphql(VAULT_QUERY, { id: 'cache-a' }),
-      (r) => r.body.data.vault.tvl !== '101',
-    )
+    const after = await eventually(async () => {
+      const r = await graphql(VAULT_QUERY, { id: 'cache-a' })
+      expect(r.body.data.vault.tvl).not.toBe('101')
+      return r
+    })
     expect(after.body.data.vault.tvl).toBe('102')
   })
 
@@ -177,12 +167,19 @@ describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
     await importDocument({ vaults: [vault('swr-a', '100')] })
     // The import's NOTIFY empties the cache when it arrives (on PostgreSQL, a moment later): a
     // clear landing inside a test below would turn its stale answer into a fresh one.
-    for (let i = 0; i < 100 && t.app.responseCache.ticket() === generation; i++) await new Promise((r) => setTimeout(r, 50))
-    expect(t.app.responseCache.ticket()).toBeGreaterThan(generation)
+    await cacheClearedSince(t.app.responseCache, generation)
   })
   afterAll(() => t.close())
 
+  // Waits that let an entry's TTL pass: the expiry is the behaviour under test.
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  /** The read once `changed` holds (a refresh runs after the stale answer, on its own schedule). */
+  const until = <T>(read: () => Promise<T>, changed: (value: T) => boolean) =>
+    eventually(async () => {
+      const value = await read()
+      expect(changed(value), JSON.stringify(value)).toBe(true)
+      return value
+    })
   /** Changes a vault's TVL without telling the gateway (no NOTIFY): the cache cannot know. */
   const quietUpdate = (tvl: number) =>
     t.db.pglite ? t.db.pglite.exec(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`) : t.db.pool!.query(`UPDATE vaults SET tvl = ${tvl} WHERE id = 'swr-a'`)
@@ -199,7 +196,7 @@ describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
     await sleep(250)
     expect(await getVault()).toEqual(first)
     // The refresh started by the stale answer ran after that request ended, under a deadline of its own.
-    const refreshed = await eventually(getVault, (r) => r.tvl !== '100')
+    const refreshed = await until(getVault, (r) => r.tvl !== '100')
     expect(refreshed.tvl).toBe('103')
     expect(refreshed.etag).not.toBe(first.etag)
   })
@@ -209,12 +206,12 @@ describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
     await quietUpdate(104)
     await sleep(250)
     expect(await graphqlTvl()).toBe('103')
-    expect(await eventually(graphqlTvl, (tvl) => tvl !== '103')).toBe('104')
+    expect(await until(graphqlTvl, (tvl) => tvl !== '103')).toBe('104')
   })
 
   it('never answers a stale entry after an import', async () => {
     // The REST entry (refreshed to 103 above) catches up with the quiet update to 104, then goes stale.
-    expect((await eventually(getVault, (r) => r.tvl !== '103')).tvl).toBe('104')
+    expect((await until(getVault, (r) => r.tvl !== '103')).tvl).toBe('104')
     await sleep(250)
     const res = await t.request('/admin/import', {
       method: 'POST',

@@ -4,6 +4,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { listen, liveTransaction, liveVault } from '../support/live.js'
 import { subscribe, type Subscription } from '../support/sse.js'
+import { eventually } from '../support/eventually.js'
 
 // GraphQL subscriptions over SSE (docs/spec/decisions.md §11, docs/push.md), over real
 // HTTP: what a subscriber receives after an import, what is refused, and what an open stream
@@ -97,7 +98,7 @@ describe(`subscriptions over SSE (${testBackend})`, () => {
 
   it('sends heartbeat comments while nothing happens', async () => {
     const s = await sub(VAULT_UPDATED, { id: 'live-b' })
-    while (s.comments < 3) await new Promise((r) => setTimeout(r, 50))
+    await eventually(() => s.comments >= 3, { timeoutMs: 30_000, intervalMs: 50, what: 'three heartbeat comments' })
     expect(s.buffered).toEqual([])
     s.close()
     expect(await settled(0)).toEqual({ listeners: 0, open: 0 })
@@ -288,7 +289,8 @@ describe(`subscription limits per instance (${testBackend})`, () => {
     ])
     first.close()
     await first.ended
-    for (let i = 0; i < 100 && t.app.subscriptions.open > 0; i++) await new Promise((r) => setTimeout(r, 10))
-    expect({ listeners: t.app.subscriptions.listeners, open: t.app.subscriptions.open }).toEqual({ listeners: 0, open: 0 })
+    await eventually(() => expect({ listeners: t.app.subscriptions.listeners, open: t.app.subscriptions.open }).toEqual({ listeners: 0, open: 0 }), {
+      timeoutMs: 1000,
+    })
   })
 })
