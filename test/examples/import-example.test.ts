@@ -20,7 +20,7 @@ describe('examples/import.json', () => {
   it('covers every section, vault status in use, and every transaction type and status', () => {
     expect(Object.keys(doc).sort()).toEqual(['compositions', 'transactions', 'vault_snapshots', 'vaults'])
     expect(new Set(doc.transactions.map((x: any) => x.type))).toEqual(new Set(['deposit', 'withdraw', 'redeem']))
-    expect(new Set(doc.transactions.map((x: any) => x.status))).toEqual(new Set(['pending', 'completed', 'failed', 'cancelled']))
+    expect(new Set(doc.transactions.map((x: any) => x.status))).toEqual(new Set(['pending', 'claimable', 'completed', 'failed', 'cancelled']))
   })
 
   it('imports through POST /admin/import with the counts of each section, and reads back', async () => {
@@ -31,7 +31,7 @@ describe('examples/import.json', () => {
     })
     expect(res.status).toBe(200)
     const body = await res.json()
-    expect(body.data).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 3, transactions: 6 })
+    expect(body.data).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 3, transactions: 7 })
 
     const read = await t.graphql(
       `{ vault(id: "usdc-prime") { name tvl tvlUsd sharePrice composition { positions { platform pct } } }
@@ -52,6 +52,7 @@ describe('examples/import.json', () => {
     })
     expect(read.body.data.user.transactions.edges.map((e: any) => e.node)).toEqual([
       { id: 'tx-3', type: 'redeem', status: 'pending' },
+      { id: 'tx-7', type: 'redeem', status: 'claimable' },
       { id: 'tx-2', type: 'withdraw', status: 'completed' },
       { id: 'tx-1', type: 'deposit', status: 'completed' },
     ])
