@@ -9,7 +9,14 @@ import { AmountString as Amount, TimestampString as Timestamp } from '../core/fo
 // Every event is validated against its schema before it enters the outbox, so a receiver never
 // sees a shape other than the documented one (src/webhooks/README.md).
 
-export const WEBHOOK_EVENT_TYPES = ['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed', 'transaction.removed'] as const
+export const WEBHOOK_EVENT_TYPES = [
+  'vault.updated',
+  'transaction.created',
+  'transaction.status_changed',
+  'redeem.claimable',
+  'redeem.completed',
+  'transaction.removed',
+] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 const Address = z

@@ -34,7 +34,14 @@ const ISO = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
 
 describe(`vaultgate webhooks (${testBackend})`, () => {
   it('reads event types as comma-separated names or all, and names an unknown one', () => {
-    expect(parseEventTypes('all')).toEqual(['vault.updated', 'transaction.created', 'transaction.status_changed', 'redeem.claimable', 'redeem.completed', 'transaction.removed'])
+    expect(parseEventTypes('all')).toEqual([
+      'vault.updated',
+      'transaction.created',
+      'transaction.status_changed',
+      'redeem.claimable',
+      'redeem.completed',
+      'transaction.removed',
+    ])
     expect(parseEventTypes('vault.updated, redeem.completed')).toEqual(['vault.updated', 'redeem.completed'])
     expect(() => parseEventTypes('vault.updated,vault.exploded')).toThrow(
       'Unknown event type vault.exploded; the types are vault.updated, transaction.created, transaction.status_changed, redeem.claimable, redeem.completed, transaction.removed (or all).',
