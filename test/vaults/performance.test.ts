@@ -44,6 +44,10 @@ const record = (snaps: ReturnType<typeof snap>[], overrides = {}) => {
 const run = (from: string, n: number, step: number, point: object) =>
   Array.from({ length: n }, (_, i) => ({ t: new Date(Date.parse(from) + i * step).toISOString(), ...point }))
 
+/** An apy_basis entry ending at `to` (by default steady's s1). */
+const basis = (from: string, share_price_from: string, to = '2026-11-21T12:00:00.000Z', share_price_to = '1.05') => ({ from, to, share_price_from, share_price_to })
+const NO_BASIS = { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }
+
 const STEADY_PERFORMANCE = {
   vault_id: 'steady',
   as_of: '2026-11-21T12:00:00.000Z',
@@ -57,6 +61,15 @@ const STEADY_PERFORMANCE = {
     '90d': 7.928452, // 1.03 → 1.05: the newest at or before 90 days back lies 92 days back
     '1y': 5, // 1 → 1.05 over 365 days
     inception: 5,
+  },
+  // The s0 and s1 of each window (decisions §14): s1 the newest unflagged snapshot, never the spike.
+  apy_basis: {
+    '1d': basis('2026-11-20T12:00:00.000Z', '1.0498'),
+    '7d': basis('2026-11-14T12:00:00.000Z', '1.045'),
+    '30d': basis('2026-10-22T12:00:00.000Z', '1.04'),
+    '90d': basis('2026-08-21T12:00:00.000Z', '1.03'),
+    '1y': basis('2025-11-21T12:00:00.000Z', '1'),
+    inception: basis('2025-11-21T12:00:00.000Z', '1'),
   },
 }
 
@@ -95,6 +108,7 @@ describe(`performance history (${testBackend})`, () => {
           tvl: '500',
           tvl_usd: null,
           apy_pct: { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }, // 10 hours of history
+          apy_basis: NO_BASIS,
         },
       })
       expect((await get('/v1/vaults/eth-vault/performance')).body).toEqual({
@@ -105,6 +119,12 @@ describe(`performance history (${testBackend})`, () => {
         tvl_usd: '30000',
         // 1 → 0.999 over 8 days: ((0.999)^(365/8) − 1) × 100 = -4.4621639…
         apy_pct: { '1d': -4.462164, '7d': -4.462164, '30d': null, '90d': null, '1y': null, inception: -4.462164 },
+        apy_basis: {
+          ...NO_BASIS,
+          '1d': basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+          '7d': basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+          inception: basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+        },
       })
     })
 
@@ -118,6 +138,7 @@ describe(`performance history (${testBackend})`, () => {
           tvl: null,
           tvl_usd: null,
           apy_pct: { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null },
+          apy_basis: NO_BASIS,
         },
       })
       expect(await get('/v1/vaults/nope/performance')).toEqual({ status: 404, body: errorBody('not_found', 'Vault "nope" was not found.') })
