@@ -199,10 +199,16 @@ export function seriesSpec(request: SeriesRequest, now: Date): SeriesSpec {
   if (from >= to) throw badRequest(`from must be earlier than to (${request.to === null ? 'now, ' : ''}${new Date(to).toISOString()}).`)
   const fits = (interval: Interval) => (bucketCount(gridWindow(INTERVAL_MS[interval], from, to, now)) ?? 0) <= MAX_POINTS
   const interval = request.interval ?? INTERVALS.find(fits)
-  if (interval === undefined) throw badRequest(`from is too far back: even interval 1w gives more than ${MAX_POINTS} points up to ${new Date(Math.min(to, now.getTime())).toISOString()}.`)
+  if (interval === undefined)
+    throw badRequest(
+      `from is too far back: even interval 1w gives more than ${MAX_POINTS} points up to ${new Date(Math.min(to, now.getTime())).toISOString()}.`,
+    )
   const window = gridWindow(INTERVAL_MS[interval], from, to, now)
   const count = bucketCount(window)!
-  if (count > MAX_POINTS) throw badRequest(`interval ${interval} gives ${count} points between from and min(to, now); at most ${MAX_POINTS} are allowed: choose a larger interval or a shorter range.`)
+  if (count > MAX_POINTS)
+    throw badRequest(
+      `interval ${interval} gives ${count} points between from and min(to, now); at most ${MAX_POINTS} are allowed: choose a larger interval or a shorter range.`,
+    )
   return { window, timeframe: null, from: request.from, to: new Date(to), interval }
 }
 

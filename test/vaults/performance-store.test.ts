@@ -133,7 +133,9 @@ describe(`performance SQL = the reference rules (${testBackend})`, () => {
         expect(values).toEqual(expectedPerformance(all, spikePct))
         for (const [w, basis] of Object.entries(apyBasis)) {
           const apy = values.apyPct[w as keyof typeof apyBasis]
-          expect(basis === null ? null : realizedApyPct({ asOf: basis.from, sharePrice: basis.sharePriceFrom }, { asOf: basis.to, sharePrice: basis.sharePriceTo })).toBe(apy)
+          expect(
+            basis === null ? null : realizedApyPct({ asOf: basis.from, sharePrice: basis.sharePriceFrom }, { asOf: basis.to, sharePrice: basis.sharePriceTo }),
+          ).toBe(apy)
         }
         const { apyBasis: none, ...unknown } = perf.get('unknown')!
         expect(unknown).toEqual(expectedPerformance([], spikePct))

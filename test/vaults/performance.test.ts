@@ -1,3 +1,4 @@
+import { Decimal } from 'decimal.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
@@ -45,7 +46,12 @@ const run = (from: string, n: number, step: number, point: object) =>
   Array.from({ length: n }, (_, i) => ({ t: new Date(Date.parse(from) + i * step).toISOString(), ...point }))
 
 /** An apy_basis entry ending at `to` (by default steady's s1). */
-const basis = (from: string, share_price_from: string, to = '2026-11-21T12:00:00.000Z', share_price_to = '1.05') => ({ from, to, share_price_from, share_price_to })
+const basis = (from: string, share_price_from: string, to = '2026-11-21T12:00:00.000Z', share_price_to = '1.05') => ({
+  from,
+  to,
+  share_price_from,
+  share_price_to,
+})
 const NO_BASIS = { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }
 
 const STEADY_PERFORMANCE = {
@@ -96,6 +102,19 @@ describe(`performance history (${testBackend})`, () => {
   describe('GET /v1/vaults/{id}/performance', () => {
     it('answers the newest snapshot and every APY window, leaving the spike out', async () => {
       expect(await get('/v1/vaults/steady/performance')).toEqual({ status: 200, body: STEADY_PERFORMANCE })
+    })
+
+    it('apy_basis gives apy_pct back for every window by the formula of §9, computed here in 60-digit decimals', async () => {
+      const D = Decimal.clone({ precision: 60 })
+      const { body } = await get('/v1/vaults/steady/performance')
+      const windows = Object.keys(body.apy_pct)
+      expect(Object.keys(body.apy_basis)).toEqual(windows)
+      for (const w of windows) {
+        const b = body.apy_basis[w]
+        const exponent = new D(365 * DAY).div(Date.parse(b.to) - Date.parse(b.from))
+        const apy = new D(b.share_price_to).div(b.share_price_from).pow(exponent).minus(1).times(100)
+        expect(apy.toDecimalPlaces(6, D.ROUND_HALF_UP).toNumber(), w).toBe(body.apy_pct[w])
+      }
     })
 
     it('answers null, never 0, where the history does not reach back; USD values null without a price', async () => {

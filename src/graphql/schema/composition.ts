@@ -127,7 +127,11 @@ export const CompositionSeries = builder.objectRef<Series & { groupBy: GroupBy }
     timeframe: t.expose('timeframe', { type: CompositionTimeframe, nullable: true, description: 'Null for a range.' }),
     from: t.expose('from', { type: 'DateTime', nullable: true, description: "A range's from, as asked; null for a timeframe." }),
     to: t.expose('to', { type: 'DateTime', nullable: true, description: "A range's to (now when it was left out); null for a timeframe." }),
-    interval: t.expose('interval', { type: SeriesInterval, nullable: true, description: "A range's step (the default one when it was left out); null for a timeframe." }),
+    interval: t.expose('interval', {
+      type: SeriesInterval,
+      nullable: true,
+      description: "A range's step (the default one when it was left out); null for a timeframe.",
+    }),
     labels: t.exposeStringList('labels', { description: 'Every group present in the window, by weight in the newest point desc, then name.' }),
     points: t.field({ type: [CompositionPoint], description: 'Oldest first.', resolve: (s) => s.points }),
   }),

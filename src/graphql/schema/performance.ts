@@ -25,8 +25,7 @@ export const ApyWindowEnum = builder.enumType('ApyWindow', {
 })
 
 export const ApyBasis = builder.objectRef<ApyBasisEntry & { window: Window | 'inception' }>('ApyBasis').implement({
-  description:
-    'The two snapshots an APY came from: ((sharePriceTo / sharePriceFrom)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is that APY.',
+  description: 'The two snapshots an APY came from: ((sharePriceTo / sharePriceFrom)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is that APY.',
   fields: (t) => ({
     window: t.expose('window', { type: ApyWindowEnum }),
     from: t.expose('from', { type: 'DateTime', description: 's0: the time of the snapshot the window starts from.' }),
@@ -57,10 +56,11 @@ export const VaultPerformance = builder.objectRef<Performance>('VaultPerformance
     basis: t.field({
       type: [ApyBasis],
       description: 'The snapshots behind each APY that is not null, in window order (1d, 7d, 30d, 90d, 1y, inception).',
-      resolve: (p) => [...APY_WINDOWS, 'inception' as const].flatMap((window) => {
-        const b = p.apyBasis[window]
-        return b ? [{ window, ...b }] : []
-      }),
+      resolve: (p) =>
+        [...APY_WINDOWS, 'inception' as const].flatMap((window) => {
+          const b = p.apyBasis[window]
+          return b ? [{ window, ...b }] : []
+        }),
     }),
   }),
 })
@@ -91,13 +91,16 @@ export const PerformancePoint = builder.objectRef<Point>('PerformancePoint').imp
 })
 
 export const PerformanceSeries = builder.objectRef<Omit<SeriesSpec, 'window'> & { points: Point[] }>('PerformanceSeries').implement({
-  description:
-    "Share price, TVL and 7-day APY over a timeframe ending now or a range, on the composition series' grid. No points before the first snapshot.",
+  description: "Share price, TVL and 7-day APY over a timeframe ending now or a range, on the composition series' grid. No points before the first snapshot.",
   fields: (t) => ({
     timeframe: t.expose('timeframe', { type: CompositionTimeframe, nullable: true, description: 'Null for a range.' }),
     from: t.expose('from', { type: 'DateTime', nullable: true, description: "A range's from, as asked; null for a timeframe." }),
     to: t.expose('to', { type: 'DateTime', nullable: true, description: "A range's to (now when it was left out); null for a timeframe." }),
-    interval: t.expose('interval', { type: SeriesInterval, nullable: true, description: "A range's step (the default one when it was left out); null for a timeframe." }),
+    interval: t.expose('interval', {
+      type: SeriesInterval,
+      nullable: true,
+      description: "A range's step (the default one when it was left out); null for a timeframe.",
+    }),
     points: t.field({ type: [PerformancePoint], description: 'Oldest first.', resolve: (s) => s.points }),
   }),
 })
@@ -113,7 +116,8 @@ builder.prismaObjectField('Vault', 'performance', (t) =>
     args: {
       at: t.arg({
         type: 'DateTime',
-        description: 'Compute as of this time: s1 is the newest snapshot at or before it (a time after now reads as now). Every value is null when there is none.',
+        description:
+          'Compute as of this time: s1 is the newest snapshot at or before it (a time after now reads as now). Every value is null when there is none.',
       }),
     },
     resolve: (vault, { at }, ctx) => ctx.loaders.performance.load({ vaultId: vault.id, now: performanceTime(at, ctx.now) }),

@@ -166,12 +166,10 @@ const PerformanceSchema = component(
       ),
       apy_basis: component(
         'ApyBasisWindows',
-        z
-          .object({ '1d': ApyBasisEntry, '7d': ApyBasisEntry, '30d': ApyBasisEntry, '90d': ApyBasisEntry, '1y': ApyBasisEntry, inception: ApyBasisEntry })
-          .meta({
-            description:
-              'Keyed like apy_pct: the s0 and s1 each APY came from. ((share_price_to / share_price_from)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is apy_pct.',
-          }),
+        z.object({ '1d': ApyBasisEntry, '7d': ApyBasisEntry, '30d': ApyBasisEntry, '90d': ApyBasisEntry, '1y': ApyBasisEntry, inception: ApyBasisEntry }).meta({
+          description:
+            'Keyed like apy_pct: the s0 and s1 each APY came from. ((share_price_to / share_price_from)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is apy_pct.',
+        }),
       ),
     })
     .meta({ description: "A vault's newest snapshot and realized APY windows (decisions §9), with their basis (§14)." }),
@@ -517,8 +515,7 @@ export const vaultRoutes: RestRoute[] = [
     method: 'GET',
     path: '/vaults/:vault_id/performance/series',
     summary: "Get a vault's share price, TVL and APY over time",
-    description:
-      `Per bucket of the composition series' grid (a timeframe ending now, or any range: from, to, interval; at most ${MAX_POINTS} points), the last snapshot taken before the bucket closed: share price, TVL, USD TVL and the 7-day APY as of that snapshot; spikes marked. Ready for line charts.`,
+    description: `Per bucket of the composition series' grid (a timeframe ending now, or any range: from, to, interval; at most ${MAX_POINTS} points), the last snapshot taken before the bucket closed: share price, TVL, USD TVL and the 7-day APY as of that snapshot; spikes marked. Ready for line charts.`,
     tags,
     params: vaultParams,
     query: seriesQuery,
