@@ -1,4 +1,4 @@
-// The layering of src/ (README "Layout"), checked on every `npm test`. Layers import only from
+// The layering of src/ (docs/development.md "Layout"), checked on every `npm test`. Layers import only from
 // layers to their left:
 //   core ← db ← features ← graphql ← http ← rest ← openapi ← http/routes ← app ← server ← cli
 // src/config.ts (the settings and their validation) may be imported from any layer and imports

@@ -49,7 +49,7 @@ function table(header: string[], lines: string[][]): string {
   return [fmt(header), `|${widths.map((w, i) => (i < 2 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...lines.map(fmt)].join('\n')
 }
 
-/** A Markdown table (it reads well on a terminal and pastes into the README as it is). */
+/** A Markdown table (it reads well on a terminal and pastes into docs/performance.md as it is). */
 export function formatTable(result: { machine: ReturnType<typeof machine>; settings: { seconds: number; connections: number }; modes: ModeResult[] }): string {
   const m = result.machine
   const out = [

@@ -10,7 +10,7 @@ import { formatTable, machine, type ModeResult, type Row } from './report.js'
 import { requestKey, scenarios, type BenchRequest, type Scenario } from './scenarios.js'
 
 // `npm run bench`: the gateway against its two same-run baselines, on PostgreSQL with the large
-// generated dataset and on the embedded default with the demo data. See README "Benchmark".
+// generated dataset and on the embedded default with the demo data. See docs/performance.md "Benchmark".
 
 const { values: flags } = parseArgs({
   options: {

@@ -61,7 +61,7 @@ export const DASHBOARD_QUERY = `query BenchDashboard($address: String!) {
   }
 }`
 
-/** A list of 50 vaults with their 7- and 30-day APY (README "Performance history"). */
+/** A list of 50 vaults with their 7- and 30-day APY (docs/api/vaults.md "Performance history"). */
 export const PERFORMANCE_LIST_QUERY = `query BenchPerformanceList {
   vaults(first: 50) { edges { node { id performance { apy7d apy30d } } } }
 }`

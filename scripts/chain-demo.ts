@@ -1,5 +1,5 @@
-// npm run chain:demo: a local chain for the chain source to follow (README "Following vaults on
-// chain"). Starts anvil (the tests' node, test/support/anvil.ts) with blocks at the wall clock's
+// npm run chain:demo: a local chain for the chain source to follow (docs/chain-source.md).
+// Starts anvil (the tests' node, test/support/anvil.ts) with blocks at the wall clock's
 // time, deploys the test asset (tUSD, 6 decimals), an ERC-4626 vault and an ERC-7540 vault (the
 // tests' contracts, test/sources/contracts), makes deposits, a withdraw and a redeem request from
 // several accounts, writes a sources file and prints how to start a gateway that follows it. Then

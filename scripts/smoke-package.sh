@@ -52,11 +52,19 @@ if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
 fi
 
 # The container image's layout and command (Dockerfile: the packed files with `npm ci --omit=dev
-# --ignore-scripts`, then its CMD from that folder; test/deploy.unit.test.ts checks that start_cmd
+# --omit=optional --ignore-scripts`, then its CMD from that folder; test/deploy.unit.test.ts checks that start_cmd
 # is the image's CMD). exec: $! is the gateway itself, so the TERM below reaches it.
 start_cmd=(node bin/vaultgate.js start)
 mkdir -p "$work/image" && tar -xzf "$work/$tarball" --strip-components=1 -C "$work/image"
-(cd "$work/image" && npm ci --omit=dev --no-audit --no-fund --ignore-scripts >/dev/null)
+(cd "$work/image" && npm ci --omit=dev --omit=optional --no-audit --no-fund --ignore-scripts >/dev/null \
+  && find node_modules -name '*.map' -type f -delete)
+# The production install holds no build tooling and stays under 300 MiB on disk (issue 30, row 13).
+for tool in typescript prisma effect @prisma/studio-core @prisma/dev; do
+  [ ! -e "$work/image/node_modules/$tool" ] || { echo "smoke: build tooling in the production install: $tool" >&2; exit 1; }
+done
+install_mib=$(du -sm "$work/image/node_modules" | cut -f1)
+[ "$install_mib" -le 300 ] || { echo "smoke: the production install is $install_mib MiB (at most 300)" >&2; exit 1; }
+echo "smoke: production install $install_mib MiB on disk, no build tooling"
 (cd "$work/image" && DATA_DIR="$work/image/.data" PORT="$port" LOG_LEVEL=warn exec "${start_cmd[@]}") > "$work/start.log" 2>&1 &
 gw_pid=$!
 # The URL this gateway printed (never whatever else may listen on a fixed port).

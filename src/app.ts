@@ -72,7 +72,7 @@ export interface App {
   sourceFollower?: SourceFollower
   /** The freshness contract's `sources` (decisions §10): each chain's state, the same on every instance; [] without a sources file. */
   sourcesStatus(): Promise<SourceStatus[]>
-  /** GraphQL subscriptions over SSE (README "Live updates"): streams open, hub listeners, and the end of them all (shutdown). */
+  /** GraphQL subscriptions over SSE (docs/push.md): streams open, hub listeners, and the end of them all (shutdown). */
   subscriptions: { readonly open: number; readonly listeners: number; close(): void }
   /** How old the data is (decisions §10): /v1/status, GraphQL `meta`, Data-As-Of and vaultgate_data_age_seconds. */
   freshness: Freshness
@@ -193,7 +193,7 @@ export function createApp({
   const app = new Hono<AppEnv>()
   // The request's id, log line and metrics.
   app.use('*', requestStart)
-  // README "Under faults and abuse": the one header policy (security, CSP, CORS) on every answer;
+  // docs/hardening.md: the one header policy (security, CSP, CORS) on every answer;
   // on the public routes a body size limit, a per-client-IP rate limit and a deadline per request.
   app.use('*', responseHeaders(config))
   app.use('/graphql', explainNotAcceptable)

@@ -345,7 +345,7 @@ function rootHelp(): string {
     '  -v, --version  print the version',
     "  -h, --help     print this help; `vaultgate COMMAND --help` prints a command's options",
     '',
-    'Configuration comes from environment variables (README.md, "Configuration"; every one is in .env.example).',
+    'Configuration comes from environment variables (docs/configuration.md; every one is in .env.example).',
     '',
   ].join('\n')
 }

@@ -181,7 +181,7 @@ const env = z.object({
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
-  // Performance history (README "Performance history").
+  // Performance history (docs/api/vaults.md "Performance history").
   SPIKE_PCT: int(50, 0, 1_000_000),
   // Freshness (decisions §10): data older than this is reported stale; 0 = never.
   STALE_AFTER_MS: int(3_600_000, 0, 31_536_000_000),
@@ -189,7 +189,7 @@ const env = z.object({
   HEAP_GROWING_PERCENT: int(-1, 0, 1000), // -1: not set (the default depends on the storage mode)
   WASM_OPTIMIZE: optionalBool,
   EMBEDDED_SHARED_BUFFERS_MB: int(16, 1, 65_536),
-  // Limits against abuse (README "Under faults and abuse").
+  // Limits against abuse (docs/hardening.md).
   GRAPHIQL: optionalBool,
   GRAPHQL_INTROSPECTION: optionalBool,
   GRAPHQL_MAX_DEPTH: int(12, 1, 1000),
@@ -218,17 +218,17 @@ const env = z.object({
     }),
   CORS_ORIGINS: origins('*'),
   CORS_KEY_ORIGINS: origins(''),
-  // Webhooks (README "Live updates").
+  // Webhooks (docs/push.md).
   WEBHOOK_SECRET_KEY: secretKeys,
   WEBHOOK_ALLOW_PRIVATE: optionalBool,
   WEBHOOK_WORKER: optionalBool,
   WEBHOOK_CONCURRENCY: int(4, 1, 256),
   WEBHOOK_POLL_MS: int(2000, 50, 600_000),
-  // Subscriptions (README "Live updates").
+  // Subscriptions (docs/push.md).
   SUBSCRIPTIONS_MAX: int(10_000, 0, 1_000_000),
   SUBSCRIPTIONS_PER_IP: int(20, 0, 1_000_000),
   SUBSCRIPTION_HEARTBEAT_MS: int(15_000, 100, 600_000),
-  // The chain source (README "Following vaults on chain").
+  // The chain source (docs/chain-source.md).
   VAULT_SOURCES_FILE: z
     .string()
     .optional()
@@ -241,7 +241,7 @@ export const configVariables: readonly string[] = Object.keys(env.shape)
 /**
  * How long a SIGTERM'd gateway keeps serving with /readyz at 503, when SHUTDOWN_DELAY_MS is not
  * set: long enough in production for load balancers and Kubernetes endpoints to stop sending it
- * new requests (README "Deploy"), none elsewhere so a developer's stop is immediate.
+ * new requests (docs/operations.md "Deploy"), none elsewhere so a developer's stop is immediate.
  */
 export const defaultShutdownDelayMs = (production: boolean) => (production ? 5000 : 0)
 

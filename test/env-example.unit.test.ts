@@ -31,10 +31,10 @@ describe('.env.example', () => {
   })
 })
 
-describe('README "Configuration"', () => {
+describe('docs/configuration.md', () => {
   it('has a row for every variable the configuration reads', () => {
-    const readme = read('README.md')
-    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('### Storage modes'))
+    const page = read('docs/configuration.md')
+    const table = page.slice(page.indexOf('# Configuration'), page.indexOf('## Storage modes'))
     const names = [...table.matchAll(/^\| ([^|]+)\|/gm)].flatMap(([, cell]) => [...cell!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map(([, n]) => n!))
     expect([...new Set(names)].sort()).toEqual([...configVariables].sort())
   })

@@ -1,5 +1,5 @@
 // vaultgate explorer, live updates: the page follows the shown vault and the looked-up wallet over
-// GraphQL subscriptions (Server-Sent Events on /graphql, README "Live updates") and, on each
+// GraphQL subscriptions (Server-Sent Events on /graphql, docs/push.md) and, on each
 // event, reads the vault (values, composition and the performance charts) or the wallet again with
 // the page's own functions from explorer.js, so what is shown stays one code path. Kept apart
 // from explorer.js: it only watches which vault and wallet the page shows (body data-vault,

@@ -715,7 +715,7 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
     .map(({ d }, i): ImportTransaction => ({ id: `tx_${String(i + 1).padStart(6, '0')}`, ...d }))
 
   // Built as wire input and made canonical by the import schema: an optional field added to it
-  // (README "Evolving the schema") needs nothing here, and a misspelt key does not compile.
+  // (docs/development.md "Evolving the schema") needs nothing here, and a misspelt key does not compile.
   const vaults = PLANS.map((p) => {
     const price = paths.get(p.id)!.at(ends.get(p.id)!)
     // The demo wallets are a slice of each vault's depositors.

@@ -9,7 +9,7 @@ import { PAGE_SIZE } from '../core/page.js'
 // graphql-query-complexity: that library type-checks schema objects with `instanceof`, which
 // breaks when a process holds graphql's CommonJS and ESM builds (see src/core/errors.ts).
 //
-// The model, README "Under faults and abuse":
+// The model, docs/hardening.md:
 //   scalar or enum field      1
 //   object field              1 + its children
 //   list field                multiplier × (1 + its children); the multiplier is the field's own

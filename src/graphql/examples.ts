@@ -217,7 +217,7 @@ query Meta {
   ]
 }
 
-/** Subscriptions (README "Live updates"): GraphiQL keeps the stream open and shows each event. */
+/** Subscriptions (docs/push.md): GraphiQL keeps the stream open and shows each event. */
 function subscriptionExamples(ids: ExampleIds): ExampleOperation[] {
   return [
     {
@@ -270,7 +270,7 @@ export function graphiqlOptions(ids: ExampleIds = PLACEHOLDER_IDS): GraphiQLOpti
     defaultEditorToolsVisibility: 'headers',
     // Headers typed in GraphiQL may hold wallet-session tokens: keep them out of local storage.
     shouldPersistHeaders: false,
-    // GraphiQL subscribes with GET and Accept: text/event-stream (README "Live updates"): the CSRF
+    // GraphiQL subscribes with GET and Accept: text/event-stream (docs/push.md): the CSRF
     // rule for GET requests (src/graphql/protection.ts) asks for this header, which a page of
     // another site cannot send without a preflight.
     additionalHeaders: { 'X-GraphQL-CSRF': '1' },

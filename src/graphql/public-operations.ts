@@ -38,7 +38,7 @@ export interface OperationClass {
   keyManagement: boolean
   /** A query (not a mutation or subscription): its answer carries Data-As-Of unless it is key management (src/http/headers.ts). */
   read: boolean
-  /** A subscription: its answer is an event stream, whatever the Accept header (README "Live updates"). */
+  /** A subscription: its answer is an event stream, whatever the Accept header (docs/push.md). */
   subscription?: boolean
 }
 

@@ -79,7 +79,7 @@ export function createGatewayYoga({
       useOperationMetrics(),
       ...protectionPlugins(config),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
-      // Subscriptions over SSE (README "Live updates"), with the configured heartbeat.
+      // Subscriptions over SSE (docs/push.md), with the configured heartbeat.
       useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
       // OpenTelemetry's GraphQL spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/core/telemetry.ts).
       ...(telemetry() ? [telemetry()!.graphqlPlugin as Plugin] : []),

@@ -17,7 +17,7 @@ export const VERIFY_BODY_LIMIT = 4096
 export const internalAuthorized = (config: Pick<Config, 'internalToken'>, authorization: string | null | undefined) =>
   !!config.internalToken && bearerMatches(authorization, config.internalToken)
 
-/** An active key this close to its expiry is answered with a `Key-Expires-Soon` header (README "API keys"). */
+/** An active key this close to its expiry is answered with a `Key-Expires-Soon` header (docs/keys.md). */
 export const EXPIRES_SOON_MS = 3 * 24 * 60 * 60 * 1000
 
 /**

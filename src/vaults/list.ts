@@ -7,8 +7,8 @@ import type { VaultStatus } from '../generated/prisma/enums.js'
 // The vault list's pages, with signed cursors (src/core/signed-cursor.ts), so a cursor we did not
 // issue, or issued for other filters or another order, is a 400, never a database error.
 //
-// Orders: by id (the default; keyset on the primary key), or by a value (README "Performance
-// history"): `tvl`, `tvlUsd`, `apy7d`, `apy30d`, descending unless asked otherwise. Vaults without
+// Orders: by id (the default; keyset on the primary key), or by a value (docs/api/vaults.md
+// "Performance history"): `tvl`, `tvlUsd`, `apy7d`, `apy30d`, descending unless asked otherwise. Vaults without
 // the value (no USD price, history too short for the window) come last in both directions; ties
 // go by id in code-point order. A value-ordered cursor carries the value and the id, so a page
 // continues after that place even when the vault it came from has since moved.

@@ -6,7 +6,7 @@ import { PCT_DECIMALS } from './composition.js'
 // snapshots they need in SQL (the same rules, checked against these functions in
 // test/vaults/performance.test.ts).
 //
-// Precision (README "Performance history"):
+// Precision (docs/api/vaults.md "Performance history"):
 //  - Share prices and TVL are exact decimals. The spike test compares exact decimals.
 //  - The APY is a JSON number (a percent). The price ratio's excess r − 1 = (p1 − p0) / p0 is
 //    computed exactly (integers) and only then rounded to a double, so a tiny move of an

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { runtimeFlags } from '../../src/core/runtime-flags.js'
 
-describe('V8 runtime flags (README "Memory")', () => {
+describe('V8 runtime flags (docs/performance.md "Memory")', () => {
   const postgres = { DATABASE_URL: 'postgresql://u@db:5432/vg' }
 
   it('on PostgreSQL: a fixed heap growing factor and baseline WebAssembly', () => {

@@ -72,7 +72,7 @@ describe(`POST /internal/v1/apiKey/verify (${testBackend})`, () => {
     })
     expect((await post('{"apiKey":"x"}', '')).status).toBe(401)
     expect((await post('{"apiKey":42}')).body.error).toEqual({ code: 'bad_request', message: 'apiKey must be a string.' })
-    // An empty key is a key nobody holds: unknown, as the README says, not a malformed request.
+    // An empty key is a key nobody holds: unknown, as docs/keys.md says, not a malformed request.
     expect(await post('{"apiKey":""}')).toEqual({
       status: 200,
       body: { status: 'ok', data: UNKNOWN, server_time_ms: expect.any(Number) },

@@ -5,7 +5,7 @@ import { testBackend } from '../support/db.js'
 import { listen, liveTransaction, liveVault } from '../support/live.js'
 import { subscribe, type Subscription } from '../support/sse.js'
 
-// GraphQL subscriptions over SSE (docs/spec/decisions.md §11, README "Live updates"), over real
+// GraphQL subscriptions over SSE (docs/spec/decisions.md §11, docs/push.md), over real
 // HTTP: what a subscriber receives after an import, what is refused, and what an open stream
 // costs once it is gone.
 

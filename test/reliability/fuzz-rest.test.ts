@@ -10,7 +10,7 @@ import { Tally } from '../support/report.js'
 
 const WALLET = '0x00000000000000000000000000000000000000b1'
 
-/** Every answer the REST side documents (README): never 500, and 503 only when the database is down. */
+/** Every answer the REST side documents (docs/hardening.md "Bad input"): never 500, and 503 only when the database is down. */
 const DOCUMENTED = [200, 204, 304, 400, 401, 403, 404, 406, 429]
 
 const templates = [

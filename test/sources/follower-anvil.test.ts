@@ -446,7 +446,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     await syncedTo(await confirmedHead())
     expect(await metric('vaultgate_source_reorgs_total')).toBe(0)
 
-    // The load on the node while following block by block (printed for the README).
+    // The load on the node while following block by block (printed for docs/chain-source.md).
     node.counts.clear()
     const blocks = 10
     for (let i = 0; i < blocks; i++) {

@@ -81,7 +81,7 @@ export const explainNotAcceptable: MiddlewareHandler<AppEnv> = async (c, next) =
   }
 }
 
-/** A subscription asked for with an Accept header that excludes event streams (README "Live updates"). */
+/** A subscription asked for with an Accept header that excludes event streams (docs/push.md). */
 const SUBSCRIPTION_NOT_ACCEPTABLE = {
   body: JSON.stringify({
     errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }],
