@@ -14,7 +14,7 @@ import { vaultDoc } from '../support/wallet-data.js'
 const ADMIN_TOKEN = 'admin-token-for-cache-tests-0123456789abcdef'
 
 const vault = (id: string, tvl: string): ImportVault =>
-  vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5', contract: { address: '0x00000000000000000000000000000000000000cc' } })
+  vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5' })
 
 /** Reads until `done` holds, for at most 5 s (a notification travels through the database). */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
