@@ -202,6 +202,39 @@ query CompositionSeries {
 `,
     },
     {
+      query: `# A vault by its chain and contract: chainId decimal (8453) or
+# CAIP-2 (eip155:8453), the address in any case. Put in a
+# vault's chainId and contract.address (null when none has
+# them); caip10 is its CAIP-10 id with the EIP-55 checksum.
+query VaultByAddress {
+  vaultByAddress(chainId: "eip155:1", address: "0x0000000000000000000000000000000000000000") {
+    id name chainId caip10 contract { address }
+  }
+}
+`,
+    },
+    {
+      query: `# Any range and step: share price, TVL and 7-day APY per
+# bucket from \`from\` to \`to\` (default now), interval PT1H,
+# PT6H, P1D or P1W (default: the smallest giving at most
+# 1,000 points), on the timeframes' UTC grid. performance(at:)
+# computes the APYs as of a time; basis shows the two share
+# prices and times each APY came from.
+query PerformanceRange {
+  vault(id: ${JSON.stringify(ids.vaultId)}) {
+    id
+    performanceSeries(range: { from: "2026-10-01T00:00:00.000Z", to: "2026-11-01T00:00:00.000Z", interval: P1D }) {
+      from to interval points { t sharePrice tvl tvlUsd apy7dPct flags }
+    }
+    performance(at: "2026-11-01T00:00:00.000Z") {
+      asOf sharePrice apy7d apy30d basis { window from to sharePriceFrom sharePriceTo }
+    }
+    compositionSeries(range: { from: "2026-10-01T00:00:00.000Z", interval: P1W }, groupBy: platform) { from to interval labels points { t weightsPct } }
+  }
+}
+`,
+    },
+    {
       query: `# A wallet: its transactions in one vault (newest first,
 # paged), its pending redeems across vaults, its position
 # summary in that vault, and all its open positions.

@@ -3,6 +3,7 @@ import { Decimal, parseAmount } from '../core/decimal.js'
 import { badRequest, quoted } from '../core/errors.js'
 import { TransactionStatus, TransactionType, VaultStatus } from '../generated/prisma/enums.js'
 import { normalizeAddress } from '../wallets/address.js'
+import { parseTimestamp, utcMs } from '../core/timestamp.js'
 
 // The bulk-load document (docs/spec/decisions.md §7): its schema, and its validation as a whole. The types
 // of a validated document are the schema's output (src/importer/write.ts writes them).
@@ -96,31 +97,9 @@ const oneOf =
 
 const amount: Check<string> = (v) => parseAmount(v)
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/
-const TIMESTAMP_ERROR = 'must be an RFC 3339 timestamp such as "2026-11-21T12:00:00.000Z"'
-
-function utcMs(y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0): number | undefined {
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined
-  const date = new Date(0)
-  date.setUTCFullYear(y, mo - 1, d) // unlike Date.UTC, keeps years 0-99 as written
-  if (date.getUTCDate() !== d) return undefined // 31 April, 29 February of a common year, …
-  date.setUTCHours(h, mi, s, ms)
-  return date.getTime()
-}
-
-/** Years 1-9999 only: both what PostgreSQL parses back and what toISOString writes plainly. */
-const MIN_MS = utcMs(1, 1, 1)!
-const MAX_MS = utcMs(9999, 12, 31, 23, 59, 59, 999)!
-
 const timestamp: Check<string> = (v) => {
-  const m = typeof v === 'string' ? RFC3339.exec(v) : null
-  if (!m) return fail(TIMESTAMP_ERROR)
-  const [, y, mo, d, h, mi, s, frac = '', sign, oh, om] = m
-  const local = utcMs(+y!, +mo!, +d!, +h!, +mi!, +s!, +frac.slice(0, 3).padEnd(3, '0'))
-  if (local === undefined || (sign && (+oh! > 23 || +om! > 59))) return fail(TIMESTAMP_ERROR)
-  const t = local - (sign === '-' ? -1 : 1) * (sign ? (+oh! * 60 + +om!) * 60_000 : 0)
-  if (t < MIN_MS || t > MAX_MS) return fail('must be between the years 1 and 9999')
-  return ok(new Date(t).toISOString())
+  const r = parseTimestamp(v)
+  return r.ok ? ok(new Date(r.ms).toISOString()) : fail(r.error)
 }
 
 const date: Check<string> = (v) => {

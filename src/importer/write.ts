@@ -269,6 +269,45 @@ async function checkFoldedIds(tx: Tx, json: string, offset: number): Promise<voi
   )
 }
 
+/**
+ * A document's vaults that would share a chain and contract (decisions §14: `(chain_id,
+ * lower(contract_address))` is unique among vaults with a chain_id) with an earlier vault of the
+ * document, or with a stored vault the document does not rewrite. Computed with the index's own
+ * lower(), so this check and the index (prisma/migrations/*_vault_chain_address) never disagree.
+ * $1: the document's vault rows (vaultRow), in document order.
+ */
+const ADDRESS_CLASHES_SQL = `WITH d AS (
+    SELECT r.v->>'id' AS id, r.v->>'chain_id' AS chain_id, lower(r.v->>'contract_address') AS address, r.i - 1 AS i
+    FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(v, i)
+  )
+  SELECT d.i::int AS i, d.chain_id, earlier.i::int AS first, stored.id AS stored_id
+  FROM d
+  LEFT JOIN LATERAL (
+    SELECT min(e.i) AS i FROM d e WHERE e.chain_id = d.chain_id AND e.address = d.address AND e.i < d.i
+  ) earlier ON true
+  LEFT JOIN LATERAL (
+    SELECT v.id FROM vaults v
+    WHERE v.chain_id = d.chain_id AND lower(v.contract_address) = d.address AND NOT EXISTS (SELECT 1 FROM d e WHERE e.id = v.id)
+    LIMIT 1
+  ) stored ON true
+  WHERE d.chain_id IS NOT NULL AND (earlier.i IS NOT NULL OR stored.id IS NOT NULL)
+  ORDER BY d.i`
+
+/** Refuses the whole import, naming each vault whose chain and contract another vault already has. */
+async function checkVaultAddresses(tx: Tx, vaultRows: string): Promise<void> {
+  const clashes = await tx.$queryRawUnsafe<{ i: number; chain_id: string; first: number | null; stored_id: string | null }[]>(ADDRESS_CLASHES_SQL, vaultRows)
+  if (clashes.length === 0) return
+  reject(
+    clashes.map((c) => ({
+      path: ['vaults', c.i, 'contract', 'address'],
+      message:
+        c.first !== null
+          ? `duplicate contract on chain ${c.chain_id} (first at vaults[${c.first}]); a chain and contract address belong to one vault`
+          : `vault ${JSON.stringify(c.stored_id)} already has this contract on chain ${c.chain_id}; a chain and contract address belong to one vault`,
+    })),
+  )
+}
+
 const CHUNKED_SECTIONS_IN_REPORT_ORDER: readonly ChunkedSection[] = ['compositions', 'vault_snapshots', 'transactions']
 
 export interface ImportOptions {
@@ -343,10 +382,11 @@ async function writeSource(
   const { summary } = source
   const size = (rows: number) => Math.max(1, Math.min(rows, maxChunkRows))
   await checkVaultReferences(tx, summary)
+  const vaultRows = JSON.stringify(summary.vaults.map(vaultRow))
+  if (summary.vaults.length > 0) await checkVaultAddresses(tx, vaultRows)
   // Webhook events (decisions §11) are computed by the writes below when an endpoint wants them.
   const capture = await beginChangeCapture(tx)
   const counts: ImportCounts = { vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 }
-  const vaultRows = JSON.stringify(summary.vaults.map(vaultRow))
   if (summary.vaults.length > 0)
     counts.vaults = capture?.vaults ? await countOf(tx, VAULT_UPSERT_CAPTURING, vaultRows) : await tx.$executeRawUnsafe(VAULT_UPSERT, vaultRows)
   onProgress({ kind: 'vaults', done: summary.vaults.length, total: summary.vaults.length })

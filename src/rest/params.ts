@@ -1,5 +1,6 @@
 import { badRequest } from '../core/errors.js'
 import { parsePageSize } from '../core/page.js'
+import { parseTimestamp } from '../core/timestamp.js'
 
 // Query-parameter parsing for REST routes: malformed or out-of-range values are a 400, never
 // clamped or ignored (docs/spec/decisions.md §4).
@@ -70,4 +71,24 @@ export function textParam(description: string, example?: string): Param<string |
 /** A path segment taken as it is (Hono only matches non-empty segments). */
 export function segmentParam(description: string, example?: string): Param<string> {
   return { description, schema: { type: 'string', minLength: 1 }, example, parse: (text) => text ?? '' }
+}
+
+/** An optional RFC 3339 timestamp (src/core/timestamp.ts: the one strict reading). */
+export function timestampParam(description: string, example?: string): Param<Date | undefined> {
+  return {
+    description,
+    schema: { type: 'string', format: 'date-time' },
+    example,
+    parse: (text, name) => {
+      if (text === undefined) return undefined
+      const r = parseTimestamp(text)
+      if (!r.ok) throw badRequest(`${name} ${r.error}.`)
+      return new Date(r.ms)
+    },
+  }
+}
+
+/** A path segment read by `parse` (a chain id, a contract address): malformed is a 400 naming it. */
+export function pathParam<T>(description: string, example: string, parse: (text: string, name: string) => T): Param<T> {
+  return { description, schema: { type: 'string', minLength: 1 }, example, parse: (text, name) => parse(text ?? '', name) }
 }

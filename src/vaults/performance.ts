@@ -135,6 +135,24 @@ export type ApyPct = Record<ApyWindow | 'inception', number | null>
 
 export const NO_APY: ApyPct = { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }
 
+/** The two snapshots an APY came from (decisions §14: `apy_basis`), amounts exact. */
+export interface ApyBasisEntry {
+  from: Date
+  to: Date
+  sharePriceFrom: string
+  sharePriceTo: string
+}
+
+export type ApyBasis = Record<ApyWindow | 'inception', ApyBasisEntry | null>
+
+export const NO_BASIS: ApyBasis = { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }
+
+/** The basis of an APY: its s0 and s1, or null where the APY is null (decisions §14). */
+export function basisOf(apy: number | null, s0: { asOf: Date; sharePrice: string } | null, s1: { asOf: Date; sharePrice: string }): ApyBasisEntry | null {
+  if (apy === null || s0 === null) return null
+  return { from: s0.asOf, to: s1.asOf, sharePriceFrom: s0.sharePrice, sharePriceTo: s1.sharePrice }
+}
+
 /**
  * Every APY window of a vault, from its snapshots up to now (oldest first) — the reference the SQL
  * implementation follows: s1 = the newest snapshot not flagged as a spike; s0 = the newest

@@ -12,16 +12,17 @@ import {
   PCT_DECIMALS,
   type Series,
   type SeriesRow,
-  seriesWindow,
   type SeriesWindow,
-  type Timeframe,
 } from './composition.js'
 import {
   APY_WINDOWS,
   type ApyPct,
   DEFAULT_SPIKE_PCT,
   type ApyWindow,
+  type ApyBasis,
+  basisOf,
   inceptionApyPct,
+  NO_BASIS,
   isSpike,
   NO_APY,
   realizedApyPct,
@@ -79,7 +80,7 @@ export async function loadLatestSnapshots(
  * (the vaults of $1 with their first snapshot in `table`) and `b` (one row per vault and bucket
  * start `t`). Parameters: $1 vault ids (JSON), $2 the step (an interval), $3 the first bucket's
  * start (null: the bucket of the vault's first snapshot), $4 the newest bucket's start, $6 the
- * grid's origin (src/vaults/composition.ts seriesWindow, BUCKET_ORIGIN).
+ * grid's origin (src/vaults/composition.ts gridWindow, BUCKET_ORIGIN).
  */
 const seriesGrid = (table: 'composition_snapshots' | 'vault_snapshots') => `WITH v AS (
     SELECT v.id, (SELECT min(cs.as_of) FROM ${table} cs WHERE cs.vault_id = v.id) AS first_as_of
@@ -95,7 +96,7 @@ const seriesGrid = (table: 'composition_snapshots' | 'vault_snapshots') => `WITH
     WHERE v.first_as_of IS NOT NULL
   )`
 
-/** Parameters of seriesGrid, in order ($5 is the window's end: the newest bucket closes there). */
+/** Parameters of seriesGrid, in order ($5 is the window's end, exclusive: no bucket looks at or past it). */
 const gridParams = (vaultIds: readonly string[], w: SeriesWindow) => [
   JSON.stringify(vaultIds),
   `${w.stepMs} milliseconds`,
@@ -111,7 +112,7 @@ const gridParams = (vaultIds: readonly string[], w: SeriesWindow) => [
  * earlier buckets have no point), and for each bucket a lateral probe of the (vault_id, as_of desc)
  * index finds the last snapshot taken before the bucket closes. Buckets are half-open,
  * [t, t + step), so a snapshot on a boundary belongs to the bucket it opens, not to the one before;
- * the newest bucket closes at now. Buckets before the first snapshot find none and drop out.
+ * no bucket looks at or past the window's end (a range's `to`, or just past now). Buckets before the first snapshot find none and drop out.
  * Weights are summed per group as exact numerics and rounded once. Intervals are given in
  * milliseconds, never days, so no time zone or daylight-saving rule can stretch a bucket.
  */
@@ -120,7 +121,7 @@ const seriesSql = (groupBy: GroupBy) => `${seriesGrid('composition_snapshots')}
   FROM b
   CROSS JOIN LATERAL (
     SELECT cs.id FROM composition_snapshots cs
-    WHERE cs.vault_id = b.vault_id AND cs.as_of < b.t + $2::interval AND cs.as_of <= $5::timestamptz
+    WHERE cs.vault_id = b.vault_id AND cs.as_of < b.t + $2::interval AND cs.as_of < $5::timestamptz
     ORDER BY cs.as_of DESC LIMIT 1
   ) s
   LEFT JOIN allocations a ON a.snapshot_id = s.id
@@ -130,11 +131,11 @@ const seriesSql = (groupBy: GroupBy) => `${seriesGrid('composition_snapshots')}
 /** The composition series of each vault (vaults without snapshots get no labels and no points). */
 export async function loadCompositionSeries(
   vaultIds: readonly string[],
-  { timeframe, groupBy, now }: { timeframe: Timeframe; groupBy: GroupBy; now: Date },
+  { window, groupBy }: { window: SeriesWindow; groupBy: GroupBy },
   db: Db = prisma,
 ): Promise<Map<string, Series>> {
   if (!GROUP_BYS.includes(groupBy)) throw new Error(`unknown groupBy ${String(groupBy)}`) // it is spliced into the SQL
-  const rows = await db.$queryRawUnsafe<SeriesRow[]>(seriesSql(groupBy), ...gridParams(vaultIds, seriesWindow(timeframe, now)))
+  const rows = await db.$queryRawUnsafe<SeriesRow[]>(seriesSql(groupBy), ...gridParams(vaultIds, window))
   const byVault = new Map<string, SeriesRow[]>()
   for (const r of rows) byVault.get(r.vault_id)?.push(r) ?? byVault.set(r.vault_id, [r])
   return new Map(vaultIds.map((id) => [id, assembleSeries(byVault.get(id) ?? [])]))
@@ -207,11 +208,13 @@ export interface VaultPerformance {
   baseAssetPriceUsd: string | null
   tvlUsd: string | null
   apyPct: ApyPct
+  /** The snapshots each APY came from (decisions §14), null where the APY is null. */
+  apyBasis: ApyBasis
 }
 
-const NO_PERFORMANCE: VaultPerformance = { asOf: null, sharePrice: null, tvl: null, baseAssetPriceUsd: null, tvlUsd: null, apyPct: NO_APY }
+const NO_PERFORMANCE: VaultPerformance = { asOf: null, sharePrice: null, tvl: null, baseAssetPriceUsd: null, tvlUsd: null, apyPct: NO_APY, apyBasis: NO_BASIS }
 
-/** The performance of each vault at `now`, in one statement. */
+/** The performance of each vault at `now` (a request's now, or an earlier `at`), in one statement. */
 export async function loadPerformance(
   vaultIds: readonly string[],
   { now, spikePct }: { now: Date; spikePct: number },
@@ -224,7 +227,7 @@ export async function loadPerformance(
     found[r.kind] = r
     byVault.set(r.vault_id, found)
   }
-  const point = (r: PerformanceRow | undefined) => (r ? { asOf: r.as_of, sharePrice: r.share_price } : null)
+  const point = (r: PerformanceRow | undefined) => (r ? { asOf: r.as_of, sharePrice: formatAmount(r.share_price) } : null)
   const out = new Map<string, VaultPerformance>()
   for (const id of vaultIds) {
     const found = byVault.get(id)
@@ -235,9 +238,15 @@ export async function loadPerformance(
     }
     const s1 = point(found.s1)
     const apyPct = { ...NO_APY }
+    const apyBasis = { ...NO_BASIS }
     if (s1) {
-      for (const w of APY_WINDOWS) apyPct[w] = realizedApyPct(point(found[w]), s1)
+      for (const w of APY_WINDOWS) {
+        const s0 = point(found[w])
+        apyPct[w] = realizedApyPct(s0, s1)
+        apyBasis[w] = basisOf(apyPct[w], s0, s1)
+      }
       apyPct.inception = inceptionApyPct(point(found.first)!, s1)
+      apyBasis.inception = basisOf(apyPct.inception, point(found.first), s1)
     }
     out.set(id, {
       asOf: newest.as_of,
@@ -246,6 +255,7 @@ export async function loadPerformance(
       baseAssetPriceUsd: newest.price_usd === null ? null : formatAmount(newest.price_usd),
       tvlUsd: tvlUsd(newest.tvl!, newest.price_usd),
       apyPct,
+      apyBasis,
     })
   }
   return out
@@ -263,7 +273,7 @@ const PERFORMANCE_SERIES_SQL = `${seriesGrid('vault_snapshots')}
   FROM b
   CROSS JOIN LATERAL (
     SELECT s.as_of, s.share_price, s.tvl, s.base_asset_price_usd FROM vault_snapshots s
-    WHERE s.vault_id = b.vault_id AND s.as_of < b.t + $2::interval AND s.as_of <= $5::timestamptz
+    WHERE s.vault_id = b.vault_id AND s.as_of < b.t + $2::interval AND s.as_of < $5::timestamptz
     ORDER BY s.as_of DESC LIMIT 1
   ) s
   LEFT JOIN LATERAL (
@@ -301,10 +311,10 @@ export interface PerformancePoint {
 /** The performance series of each vault (no points for a vault without snapshots up to now). */
 export async function loadPerformanceSeries(
   vaultIds: readonly string[],
-  { timeframe, now, spikePct }: { timeframe: Timeframe; now: Date; spikePct: number },
+  { window, spikePct }: { window: SeriesWindow; spikePct: number },
   db: Db = prisma,
 ): Promise<Map<string, PerformancePoint[]>> {
-  const rows = await db.$queryRawUnsafe<PerformanceSeriesRow[]>(PERFORMANCE_SERIES_SQL, ...gridParams(vaultIds, seriesWindow(timeframe, now)), spikePct)
+  const rows = await db.$queryRawUnsafe<PerformanceSeriesRow[]>(PERFORMANCE_SERIES_SQL, ...gridParams(vaultIds, window), spikePct)
   const out = new Map<string, PerformancePoint[]>(vaultIds.map((id) => [id, []]))
   for (const r of rows) {
     const s1 = { asOf: r.as_of, sharePrice: r.share_price }
@@ -331,10 +341,12 @@ export interface LatestKey {
 
 export interface SeriesKey {
   vaultId: string
-  timeframe: Timeframe
+  window: SeriesWindow
   groupBy: GroupBy
-  now: Date
 }
+
+/** A window as text: requests whose windows are equal (a timeframe and a range alike) share a statement. */
+const windowKey = (w: SeriesWindow) => `${w.stepMs} ${w.firstStart?.toISOString() ?? 'first'} ${w.lastStart.toISOString()} ${w.end.toISOString()}`
 
 /** Keys of one batch that can share a statement, by `batchOf`. */
 function partition<K>(keys: readonly K[], batchOf: (key: K) => string): Map<string, K[]> {
@@ -350,13 +362,62 @@ export interface PerformanceKey {
 
 export interface PerformanceSeriesKey {
   vaultId: string
-  timeframe: Timeframe
-  now: Date
+  window: SeriesWindow
 }
 
 /** A vault's record, or null: for fields outside plugin-prisma's selections (a subscription's event). */
 export function findVault(id: string): Promise<Vault | null> {
   return prisma.vault.findUnique({ where: { id } })
+}
+
+/**
+ * The columns of a vault row under its model's field names (`Record<keyof Vault, …>`: a field
+ * added to the model and missing here fails the type check), for reads Prisma cannot express.
+ */
+const VAULT_SELECT: Record<keyof Vault, string> = {
+  id: 'id',
+  name: 'name',
+  chain: 'chain',
+  chainId: 'chain_id',
+  symbol: 'symbol',
+  baseAsset: 'base_asset',
+  baseAssetPriceUsd: 'base_asset_price_usd',
+  status: 'status',
+  tvl: 'tvl',
+  sharePrice: 'share_price',
+  perfFeeBps: 'perf_fee_bps',
+  mgmtFeeBps: 'mgmt_fee_bps',
+  contractAddress: 'contract_address',
+  maxDeposit: 'max_deposit',
+  minDeposit: 'min_deposit',
+  depositPaused: 'deposit_paused',
+  instantLiquidity: 'instant_liquidity',
+  instantSlippageMaxBps: 'instant_slippage_max_bps',
+  redeem24hThresholdPctOfAum: 'redeem_24h_threshold_pct_of_aum',
+  redeem48hAboveThreshold: 'redeem_48h_above_threshold',
+  iconDark: 'icon_dark',
+  iconLight: 'icon_light',
+  apiEndpoint: 'api_endpoint',
+  description: 'description',
+  docsUrl: 'docs_url',
+  inceptionDate: 'inception_date',
+  strategyBrief: 'strategy_brief',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+}
+
+// One probe of vaults_chain_id_contract_address_key (prisma/migrations/*_vault_chain_address): an
+// expression index, which Prisma's query API cannot use (its case-insensitive equals is ILIKE), so
+// the row is read here with its columns named as the model's fields. `status` as text, as Prisma reads enums.
+const VAULT_BY_ADDRESS_SQL = `SELECT ${Object.entries(VAULT_SELECT)
+  .map(([field, column]) => `${column}${column === 'status' ? '::text' : ''} AS "${field}"`)
+  .join(', ')}
+  FROM vaults WHERE chain_id = $1 AND lower(contract_address) = $2`
+
+/** The vault with this chain id (decimal text) and contract address (lowercase), or null (decisions §14). */
+export async function findVaultByAddress(chainId: string, address: string): Promise<Vault | null> {
+  const rows = await prisma.$queryRawUnsafe<Vault[]>(VAULT_BY_ADDRESS_SQL, chainId, address)
+  return rows[0] ?? null
 }
 
 /** Whether a vault of this id exists (one primary-key probe). */
@@ -379,19 +440,19 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
       },
       { cacheKeyFn: (k) => `${k.now.toISOString()} ${k.vaultId}` },
     ),
-    /** A vault's composition series; vaults asking for the same timeframe and grouping share one statement. */
+    /** A vault's composition series; vaults asking for the same window and grouping share one statement. */
     compositionSeries: new DataLoader<SeriesKey, Series, string>(
       async (keys) => {
         const found = new Map<string, Series>()
-        const batchOf = (k: SeriesKey) => `${k.timeframe} ${k.groupBy} ${k.now.toISOString()}`
+        const batchOf = (k: SeriesKey) => `${k.groupBy} ${windowKey(k.window)}`
         for (const [batch, members] of partition(keys, batchOf)) {
-          const { timeframe, groupBy, now } = members[0]!
-          const series = await loadCompositionSeries([...new Set(members.map((k) => k.vaultId))], { timeframe, groupBy, now })
+          const { window, groupBy } = members[0]!
+          const series = await loadCompositionSeries([...new Set(members.map((k) => k.vaultId))], { window, groupBy })
           for (const [id, s] of series) found.set(`${batch} ${id}`, s)
         }
         return keys.map((k) => found.get(`${batchOf(k)} ${k.vaultId}`)!)
       },
-      { cacheKeyFn: (k) => `${k.timeframe} ${k.groupBy} ${k.now.toISOString()} ${k.vaultId}` },
+      { cacheKeyFn: (k) => `${k.groupBy} ${windowKey(k.window)} ${k.vaultId}` },
     ),
     /** A vault's performance at the request's now; a list of vaults shares one statement. */
     performance: new DataLoader<PerformanceKey, VaultPerformance, string>(
@@ -405,19 +466,19 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
       },
       { cacheKeyFn: (k) => `${k.now.toISOString()} ${k.vaultId}` },
     ),
-    /** A vault's performance series; vaults asking for the same timeframe share one statement. */
+    /** A vault's performance series; vaults asking for the same window share one statement. */
     performanceSeries: new DataLoader<PerformanceSeriesKey, PerformancePoint[], string>(
       async (keys) => {
         const found = new Map<string, PerformancePoint[]>()
-        const batchOf = (k: PerformanceSeriesKey) => `${k.timeframe} ${k.now.toISOString()}`
+        const batchOf = (k: PerformanceSeriesKey) => windowKey(k.window)
         for (const [batch, members] of partition(keys, batchOf)) {
-          const { timeframe, now } = members[0]!
-          const series = await loadPerformanceSeries([...new Set(members.map((k) => k.vaultId))], { timeframe, now, spikePct })
+          const { window } = members[0]!
+          const series = await loadPerformanceSeries([...new Set(members.map((k) => k.vaultId))], { window, spikePct })
           for (const [id, s] of series) found.set(`${batch} ${id}`, s)
         }
         return keys.map((k) => found.get(`${batchOf(k)} ${k.vaultId}`)!)
       },
-      { cacheKeyFn: (k) => `${k.timeframe} ${k.now.toISOString()} ${k.vaultId}` },
+      { cacheKeyFn: (k) => `${windowKey(k.window)} ${k.vaultId}` },
     ),
   }
 }

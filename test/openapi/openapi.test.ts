@@ -116,6 +116,10 @@ describe(`OpenAPI document (${testBackend})`, () => {
           rejects(String(schema.minimum! - 1))
           rejects(String(schema.maximum! + 1))
           rejects('abc')
+        } else if ((schema as { format?: string }).format === 'date-time') {
+          expect(param.parse('2026-11-21T12:00:00+01:00', name), where).toEqual(new Date('2026-11-21T11:00:00.000Z'))
+          rejects('x')
+          rejects('2026-11-31T00:00:00Z')
         } else {
           expect(schema.type, where).toBe('string')
           expect(param.parse('x', name)).toBe('x')
@@ -172,6 +176,22 @@ describe(`OpenAPI document (${testBackend})`, () => {
       { path: `/v1/vaults/${fullVault.id}/performance/series?timeframe=all`, status: 200 },
       { path: `/v1/vaults/${fullVault.id}/performance/series?timeframe=2d`, status: 400 },
       { path: '/v1/vaults/nope/performance/series', status: 404 },
+      { path: `/v1/vaults/${fullVault.id}/performance?at=2026-11-01T00:00:00.000Z`, status: 200 },
+      { path: `/v1/vaults/${fullVault.id}/performance?at=yesterday`, status: 400 },
+      { path: `/v1/vaults/${fullVault.id}/performance/series?from=2026-10-01T00:00:00.000Z&to=2026-11-01T00:00:00.000Z&interval=1d`, status: 200 },
+      { path: `/v1/vaults/${fullVault.id}/performance/series?from=2026-10-01T00:00:00.000Z&timeframe=7d`, status: 400 },
+      { path: `${series}?from=2026-10-01T00:00:00.000Z`, status: 200 },
+      { path: `${series}?to=2026-10-01T00:00:00.000Z`, status: 400 },
+      { path: `/v1/chains/${fullVault.chain_id}/vaults/${fullVault.contract.address.toUpperCase().replace('0X', '0x')}`, status: 200 },
+      { path: `/v1/chains/eip155:${fullVault.chain_id}/vaults/${fullVault.contract.address}`, status: 200 },
+      {
+        path: `/v1/chains/${fullVault.chain_id}/vaults/${fullVault.contract.address}`,
+        init: { headers: { 'if-none-match': (await t.request(`/v1/chains/${fullVault.chain_id}/vaults/${fullVault.contract.address}`)).headers.get('etag')! } },
+        status: 304,
+      },
+      { path: `/v1/chains/eip155/vaults/${fullVault.contract.address}`, status: 400 },
+      { path: `/v1/chains/${fullVault.chain_id}/vaults/0x123`, status: 400 },
+      { path: `/v1/chains/${fullVault.chain_id}/vaults/0x2222222222222222222222222222222222222222`, status: 404 },
       { path: `/v1/users/${WALLET}/vaults/${fullVault.id}/transactions`, status: 200 },
       { path: `/v1/users/${WALLET.toUpperCase().replace('0X', '0x')}/vaults/${fullVault.id}/transactions?type=deposit&limit=1`, status: 200 },
       { path: `/v1/users/${WALLET}/vaults/beta-eth/transactions`, status: 200 },

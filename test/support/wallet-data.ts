@@ -1,6 +1,10 @@
+import { createHash } from 'node:crypto'
 import type { ImportTransaction, ImportVault } from '../../src/importer/document.js'
 
 // Building blocks for hand-made wallet datasets (the decisions.md §7 import document).
+
+/** A contract address of its own for each vault id (deterministic). */
+export const contractOf = (id: string) => `0x${createHash('sha256').update(id).digest('hex').slice(0, 40)}`
 
 export function vaultDoc(id: string, overrides: Partial<ImportVault> = {}): ImportVault {
   return {
@@ -16,7 +20,8 @@ export function vaultDoc(id: string, overrides: Partial<ImportVault> = {}): Impo
     share_price: '1',
     perf_fee_bps: 1000,
     mgmt_fee_bps: null,
-    contract: { address: '0x00000000000000000000000000000000000000aa' },
+    // One contract per vault: (chain_id, contract address) is unique (decisions §14).
+    contract: { address: contractOf(id) },
     deposit_constraints: { max_deposit: null, min_deposit: null, paused: null },
     withdraw_constraints: { instant_liquidity: null, instant_slippage_max_bps: null, redeem_24h_threshold_pct_of_aum: null, redeem_48h_above_threshold: null },
     icons: { dark: null, light: null },

@@ -74,30 +74,33 @@ describe('groupAllocations', () => {
 describe('series windows', () => {
   const now = new Date('2026-11-21T12:34:56.789Z') // a Saturday
 
+  // The end is exclusive: just past now, so a snapshot taken at now still counts (storage keeps milliseconds).
+  const end = new Date(now.getTime() + 1)
+
   it('ends at now, with the newest bucket the one holding now, on a grid fixed in UTC', () => {
     expect(seriesWindow('7d', now)).toEqual({
       stepMs: 3_600_000,
       firstStart: new Date('2026-11-14T13:00:00.000Z'), // 167 hours before the newest bucket: 168 buckets
       lastStart: new Date('2026-11-21T12:00:00.000Z'),
-      end: now,
+      end,
     })
     expect(seriesWindow('30d', now)).toEqual({
       stepMs: 21_600_000,
       firstStart: new Date('2026-10-22T18:00:00.000Z'), // 119 × 6 h earlier: 120 buckets
       lastStart: new Date('2026-11-21T12:00:00.000Z'),
-      end: now,
+      end,
     })
     expect(seriesWindow('1y', now)).toEqual({
       stepMs: 86_400_000,
       firstStart: new Date('2025-11-22T00:00:00.000Z'), // 364 days earlier: 365 buckets
       lastStart: new Date('2026-11-21T00:00:00.000Z'),
-      end: now,
+      end,
     })
     expect(seriesWindow('all', now)).toEqual({
       stepMs: 604_800_000,
       firstStart: null,
       lastStart: new Date('2026-11-16T00:00:00.000Z'), // the Monday before
-      end: now,
+      end,
     })
   })
 

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { seriesWindow, TIMEFRAMES, type Timeframe } from '../../src/vaults/composition.js'
-import { apy7dSeries, apyWindows, type PricePoint, spikeFlags, tvlUsd } from '../../src/vaults/performance.js'
+import { apy7dSeries, apyWindows, type PricePoint, realizedApyPct, spikeFlags, tvlUsd } from '../../src/vaults/performance.js'
 import { loadPerformance, loadPerformanceSeries } from '../../src/vaults/store.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
@@ -128,10 +128,20 @@ describe(`performance SQL = the reference rules (${testBackend})`, () => {
         // A vault without snapshots of its own in the document gets one from its record, at the import's time (now).
         const all = snaps.length > 0 ? snaps : [{ as_of: now.toISOString(), share_price: '1', tvl: '0', base_asset_price_usd: null }]
         const perf = await loadPerformance([id, 'unknown'], { now, spikePct })
-        expect(perf.get(id)).toEqual(expectedPerformance(all, spikePct))
-        expect(perf.get('unknown')).toEqual(expectedPerformance([], spikePct))
+        // The basis of each APY gives that APY back (decisions §14), and is null exactly where it is.
+        const { apyBasis, ...values } = perf.get(id)!
+        expect(values).toEqual(expectedPerformance(all, spikePct))
+        for (const [w, basis] of Object.entries(apyBasis)) {
+          const apy = values.apyPct[w as keyof typeof apyBasis]
+          expect(
+            basis === null ? null : realizedApyPct({ asOf: basis.from, sharePrice: basis.sharePriceFrom }, { asOf: basis.to, sharePrice: basis.sharePriceTo }),
+          ).toBe(apy)
+        }
+        const { apyBasis: none, ...unknown } = perf.get('unknown')!
+        expect(unknown).toEqual(expectedPerformance([], spikePct))
+        expect(Object.values(none).every((b) => b === null)).toBe(true)
         for (const timeframe of TIMEFRAMES) {
-          const series = await loadPerformanceSeries([id], { timeframe, now, spikePct })
+          const series = await loadPerformanceSeries([id], { window: seriesWindow(timeframe, now), spikePct })
           expect(series.get(id)).toEqual(expectedSeries(all, timeframe, spikePct))
         }
       }),

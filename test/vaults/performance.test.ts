@@ -1,3 +1,4 @@
+import { Decimal } from 'decimal.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
@@ -44,6 +45,15 @@ const record = (snaps: ReturnType<typeof snap>[], overrides = {}) => {
 const run = (from: string, n: number, step: number, point: object) =>
   Array.from({ length: n }, (_, i) => ({ t: new Date(Date.parse(from) + i * step).toISOString(), ...point }))
 
+/** An apy_basis entry ending at `to` (by default steady's s1). */
+const basis = (from: string, share_price_from: string, to = '2026-11-21T12:00:00.000Z', share_price_to = '1.05') => ({
+  from,
+  to,
+  share_price_from,
+  share_price_to,
+})
+const NO_BASIS = { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }
+
 const STEADY_PERFORMANCE = {
   vault_id: 'steady',
   as_of: '2026-11-21T12:00:00.000Z',
@@ -57,6 +67,15 @@ const STEADY_PERFORMANCE = {
     '90d': 7.928452, // 1.03 → 1.05: the newest at or before 90 days back lies 92 days back
     '1y': 5, // 1 → 1.05 over 365 days
     inception: 5,
+  },
+  // The s0 and s1 of each window (decisions §14): s1 the newest unflagged snapshot, never the spike.
+  apy_basis: {
+    '1d': basis('2026-11-20T12:00:00.000Z', '1.0498'),
+    '7d': basis('2026-11-14T12:00:00.000Z', '1.045'),
+    '30d': basis('2026-10-22T12:00:00.000Z', '1.04'),
+    '90d': basis('2026-08-21T12:00:00.000Z', '1.03'),
+    '1y': basis('2025-11-21T12:00:00.000Z', '1'),
+    inception: basis('2025-11-21T12:00:00.000Z', '1'),
   },
 }
 
@@ -85,6 +104,19 @@ describe(`performance history (${testBackend})`, () => {
       expect(await get('/v1/vaults/steady/performance')).toEqual({ status: 200, body: STEADY_PERFORMANCE })
     })
 
+    it('apy_basis gives apy_pct back for every window by the formula of §9, computed here in 60-digit decimals', async () => {
+      const D = Decimal.clone({ precision: 60 })
+      const { body } = await get('/v1/vaults/steady/performance')
+      const windows = Object.keys(body.apy_pct)
+      expect(Object.keys(body.apy_basis)).toEqual(windows)
+      for (const w of windows) {
+        const b = body.apy_basis[w]
+        const exponent = new D(365 * DAY).div(Date.parse(b.to) - Date.parse(b.from))
+        const apy = new D(b.share_price_to).div(b.share_price_from).pow(exponent).minus(1).times(100)
+        expect(apy.toDecimalPlaces(6, D.ROUND_HALF_UP).toNumber(), w).toBe(body.apy_pct[w])
+      }
+    })
+
     it('answers null, never 0, where the history does not reach back; USD values null without a price', async () => {
       expect(await get('/v1/vaults/young/performance')).toEqual({
         status: 200,
@@ -95,6 +127,7 @@ describe(`performance history (${testBackend})`, () => {
           tvl: '500',
           tvl_usd: null,
           apy_pct: { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null }, // 10 hours of history
+          apy_basis: NO_BASIS,
         },
       })
       expect((await get('/v1/vaults/eth-vault/performance')).body).toEqual({
@@ -105,6 +138,12 @@ describe(`performance history (${testBackend})`, () => {
         tvl_usd: '30000',
         // 1 → 0.999 over 8 days: ((0.999)^(365/8) − 1) × 100 = -4.4621639…
         apy_pct: { '1d': -4.462164, '7d': -4.462164, '30d': null, '90d': null, '1y': null, inception: -4.462164 },
+        apy_basis: {
+          ...NO_BASIS,
+          '1d': basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+          '7d': basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+          inception: basis('2026-11-13T12:00:00.000Z', '1', '2026-11-21T12:00:00.000Z', '0.999'),
+        },
       })
     })
 
@@ -118,6 +157,7 @@ describe(`performance history (${testBackend})`, () => {
           tvl: null,
           tvl_usd: null,
           apy_pct: { '1d': null, '7d': null, '30d': null, '90d': null, '1y': null, inception: null },
+          apy_basis: NO_BASIS,
         },
       })
       expect(await get('/v1/vaults/nope/performance')).toEqual({ status: 404, body: errorBody('not_found', 'Vault "nope" was not found.') })

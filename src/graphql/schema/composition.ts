@@ -2,11 +2,17 @@ import { builder } from '../builder.js'
 import { cost } from '../cost.js'
 import {
   groupAllocations,
+  INTERVAL_MS,
+  MAX_POINTS,
+  seriesRequest,
+  seriesSpec,
   TIMEFRAME_BUCKETS,
   type Composition as CompositionShape,
   type GroupBy,
+  type Interval,
   type Position,
   type Series,
+  type SeriesSpec,
   type Timeframe,
 } from '../../vaults/composition.js'
 
@@ -22,6 +28,22 @@ export function timeframeBuckets(timeframe: unknown): number {
   const value = typeof timeframe === 'string' ? (byName[timeframe] ?? timeframe) : undefined
   if (!value || !(value in TIMEFRAME_BUCKETS)) return 1
   return TIMEFRAME_BUCKETS[value as Timeframe].count ?? 520
+}
+
+/**
+ * Points of a series for the cost limit, from its `timeframe` or `range` argument (as timeframeBuckets
+ * reads them): a range counts its buckets when from, to and interval can be read, else the most a
+ * range may answer (MAX_POINTS).
+ */
+export function seriesBuckets(args: Record<string, unknown>): number {
+  const range = args.range as { from?: unknown; to?: unknown; interval?: unknown } | undefined | null
+  if (range === undefined || range === null) return timeframeBuckets(args.timeframe)
+  const byName: Record<string, Interval> = { PT1H: '1h', PT6H: '6h', P1D: '1d', P1W: '1w' }
+  const step = typeof range.interval === 'string' ? INTERVAL_MS[byName[range.interval] ?? (range.interval as Interval)] : undefined
+  const from = typeof range.from === 'string' ? Date.parse(range.from) : Number.NaN
+  const to = typeof range.to === 'string' ? Date.parse(range.to) : Number.NaN
+  if (step === undefined || Number.isNaN(from) || Number.isNaN(to)) return MAX_POINTS
+  return Math.max(1, Math.min(MAX_POINTS, Math.ceil((to - from) / step) + 1))
 }
 
 export const CompositionGroupBy = builder.enumType('CompositionGroupBy', {
@@ -42,6 +64,33 @@ export const CompositionTimeframe = builder.enumType('CompositionTimeframe', {
     ALL: { value: 'all' as Timeframe, description: "Everything since the vault's first snapshot, in 1-week buckets (Monday 00:00 UTC)." },
   },
 })
+
+export const SeriesInterval = builder.enumType('SeriesInterval', {
+  description: 'The step of a series asked for by range; buckets sit on the same fixed UTC grid as the timeframes.',
+  values: {
+    PT1H: { value: '1h' as Interval, description: 'Whole hours.' },
+    PT6H: { value: '6h' as Interval, description: '00:00, 06:00, 12:00 and 18:00 UTC.' },
+    P1D: { value: '1d' as Interval, description: 'Midnight UTC.' },
+    P1W: { value: '1w' as Interval, description: 'Monday 00:00 UTC.' },
+  },
+})
+
+export const SeriesRange = builder.inputType('SeriesRange', {
+  description: `Any range and step (decisions §14): one point per bucket [t, t + step) that starts before \`to\` and holds or follows \`from\`, none starting after now, at most ${MAX_POINTS}. Not together with \`timeframe\`.`,
+  fields: (t) => ({
+    from: t.field({ type: 'DateTime', required: true, description: 'The first point is the bucket holding it.' }),
+    to: t.field({ type: 'DateTime', description: 'Exclusive; now when left out.' }),
+    interval: t.field({ type: SeriesInterval, description: `The step; when left out, the smallest giving at most ${MAX_POINTS} points.` }),
+  }),
+})
+
+/** The window of a series field from its `timeframe` and `range` arguments (`bad_request` when they do not make one). */
+export function seriesSpecOf(
+  args: { timeframe?: Timeframe | null; range?: { from: Date; to?: Date | null; interval?: Interval | null } | null },
+  now: Date,
+): SeriesSpec {
+  return seriesSpec(seriesRequest({ timeframe: args.timeframe, ...args.range }, 'range'), now)
+}
 
 export const CompositionPosition = builder.objectRef<Position>('CompositionPosition').implement({
   description: 'One group of allocations.',
@@ -71,11 +120,18 @@ export const CompositionPoint = builder.objectRef<Series['points'][number]>('Com
   }),
 })
 
-export const CompositionSeries = builder.objectRef<Series & { groupBy: GroupBy; timeframe: Timeframe }>('CompositionSeries').implement({
-  description: 'How a composition moved over a window ending now. No points before the first snapshot.',
+export const CompositionSeries = builder.objectRef<Series & { groupBy: GroupBy } & Omit<SeriesSpec, 'window'>>('CompositionSeries').implement({
+  description: 'How a composition moved over a timeframe ending now or a range. No points before the first snapshot.',
   fields: (t) => ({
     groupBy: t.expose('groupBy', { type: CompositionGroupBy }),
-    timeframe: t.expose('timeframe', { type: CompositionTimeframe }),
+    timeframe: t.expose('timeframe', { type: CompositionTimeframe, nullable: true, description: 'Null for a range.' }),
+    from: t.expose('from', { type: 'DateTime', nullable: true, description: "A range's from, as asked; null for a timeframe." }),
+    to: t.expose('to', { type: 'DateTime', nullable: true, description: "A range's to (now when it was left out); null for a timeframe." }),
+    interval: t.expose('interval', {
+      type: SeriesInterval,
+      nullable: true,
+      description: "A range's step (the default one when it was left out); null for a timeframe.",
+    }),
     labels: t.exposeStringList('labels', { description: 'Every group present in the window, by weight in the newest point desc, then name.' }),
     points: t.field({ type: [CompositionPoint], description: 'Oldest first.', resolve: (s) => s.points }),
   }),
@@ -97,17 +153,17 @@ builder.prismaObjectField('Vault', 'composition', (t) =>
 builder.prismaObjectField('Vault', 'compositionSeries', (t) =>
   t.field({
     type: CompositionSeries,
-    description: 'Group weights over a window ending now.',
+    description: 'Group weights over a timeframe ending now (P30D when neither timeframe nor range is given) or over a range.',
     // One point per bucket: the bucket count is what a series costs.
-    extensions: cost((args) => timeframeBuckets(args.timeframe)),
+    extensions: cost(seriesBuckets),
     args: {
-      timeframe: t.arg({ type: CompositionTimeframe, required: true, defaultValue: '30d' }),
+      timeframe: t.arg({ type: CompositionTimeframe, description: 'A window ending now; P30D when neither this nor range is given.' }),
+      range: t.arg({ type: SeriesRange, description: 'Any range and step instead of a timeframe.' }),
       groupBy: t.arg({ type: CompositionGroupBy, required: true, defaultValue: 'platform' }),
     },
-    resolve: async (vault, { timeframe, groupBy }, ctx) => ({
-      groupBy,
-      timeframe,
-      ...(await ctx.loaders.compositionSeries.load({ vaultId: vault.id, timeframe, groupBy, now: ctx.now })),
-    }),
+    resolve: async (vault, args, ctx) => {
+      const { window, ...echo } = seriesSpecOf(args, ctx.now)
+      return { groupBy: args.groupBy, ...echo, ...(await ctx.loaders.compositionSeries.load({ vaultId: vault.id, window, groupBy: args.groupBy })) }
+    },
   }),
 )

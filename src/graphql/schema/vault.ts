@@ -4,7 +4,8 @@ import { PAGE_SIZE } from '../../core/page.js'
 import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
 import { checkSearch, encodeVaultCursor, SEARCH_MAX_LENGTH, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
-import { findVaultPage } from '../../vaults/store.js'
+import { findVaultByAddress, findVaultPage } from '../../vaults/store.js'
+import { caip10, parseChainId, parseContractAddress } from '../../vaults/chain.js'
 import { tvlUsd } from '../../vaults/performance.js'
 import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
 
@@ -60,6 +61,12 @@ export const Vault = builder.prismaObject('Vault', {
     name: t.exposeString('name'),
     chain: t.exposeString('chain'),
     chainId: t.exposeString('chainId', { nullable: true }),
+    caip10: t.string({
+      nullable: true,
+      description:
+        'CAIP-10 account id of the vault contract: eip155:<chainId>:<EIP-55 checksummed address>; null when chainId is null or not a decimal integer.',
+      resolve: (v) => caip10(v.chainId, v.contractAddress),
+    }),
     symbol: t.exposeString('symbol', { description: "The vault share's symbol." }),
     baseAsset: t.exposeString('baseAsset', { description: 'The asset deposited and redeemed; amounts are in its units.' }),
     status: t.expose('status', { type: VaultStatusEnum }),
@@ -114,6 +121,19 @@ builder.queryField('vault', (t) =>
       if (vault) await ctx.readData([vault.id])
       return vault
     },
+  }),
+)
+
+builder.queryField('vaultByAddress', (t) =>
+  t.field({
+    type: Vault,
+    nullable: true,
+    description: 'The vault with this chain id and contract address (compared ignoring case), or null when there is none.',
+    args: {
+      chainId: t.arg.string({ required: true, description: 'Decimal (8453) or CAIP-2 (eip155:8453).' }),
+      address: t.arg.string({ required: true, description: 'The contract address: 0x followed by 40 hex digits, in any case.' }),
+    },
+    resolve: (_root, args) => findVaultByAddress(parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address)),
   }),
 )
 

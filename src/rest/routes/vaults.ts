@@ -1,11 +1,12 @@
 import { z } from 'zod'
 import { VaultStatus } from '../../generated/prisma/enums.js'
-import { GROUP_BYS, TIMEFRAMES, type GroupBy, type Timeframe } from '../../vaults/composition.js'
+import { GROUP_BYS, INTERVALS, MAX_POINTS, seriesRequest, TIMEFRAMES, type GroupBy, type Interval, type Timeframe } from '../../vaults/composition.js'
+import { parseChainId, parseContractAddress } from '../../vaults/chain.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { REST_CURSOR } from '../../core/signed-cursor.js'
 import { decodeVaultCursor } from '../../vaults/list.js'
 import { notFound, quoted } from '../../core/errors.js'
-import { choiceParam, limitParam, segmentParam, textParam } from '../params.js'
+import { choiceParam, limitParam, pathParam, segmentParam, textParam, timestampParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
 import { Amount, type CamelKeys, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
@@ -89,11 +90,25 @@ const CompositionSchema = component(
   }),
 )
 
+/**
+ * What a series echoes (decisions §14): its timeframe, or (timeframe null) the range's from, to
+ * and interval, which a timeframe's answer leaves out.
+ */
+const seriesEcho = {
+  timeframe: z.enum(TIMEFRAMES).nullable().meta({ description: 'The timeframe asked for; null for a range.' }),
+  from: Timestamp.optional().meta({ description: "A range's from, as asked (only when a range was asked for)." }),
+  to: Timestamp.optional().meta({ description: "A range's to, or the effective now when it was left out (only for a range)." }),
+  interval: z
+    .enum(INTERVALS)
+    .optional()
+    .meta({ description: "A range's step: the one asked for, or the smallest giving at most 1,000 points (only for a range)." }),
+}
+
 const CompositionSeriesSchema = component(
   'CompositionSeries',
   z.object({
     group_by: z.enum(GROUP_BYS),
-    timeframe: z.enum(TIMEFRAMES),
+    ...seriesEcho,
     labels: z.array(z.string()).meta({ description: 'Every group present in the window, by weight in the newest point desc, then name.' }),
     points: z
       .array(
@@ -110,6 +125,19 @@ const CompositionSeriesSchema = component(
 )
 
 const ApyPct = z.number().nullable()
+
+const ApyBasisEntry = component(
+  'ApyBasis',
+  z
+    .object({
+      from: Timestamp.meta({ description: 's0: the time of the snapshot the window starts from.' }),
+      to: Timestamp.meta({ description: 's1: the time of the newest snapshot not flagged as a spike.' }),
+      share_price_from: Amount.meta({ description: "s0's share price, exact." }),
+      share_price_to: Amount.meta({ description: "s1's share price, exact." }),
+    })
+    .nullable()
+    .meta({ description: 'The two snapshots an APY came from; null where the APY is null.' }),
+)
 
 const PerformanceSchema = component(
   'VaultPerformance',
@@ -136,14 +164,21 @@ const PerformanceSchema = component(
               'Realized APY per window, percent, net of fees: ((p1 / p0)^(365 days / (t1 − t0)) − 1) × 100, p1 the newest snapshot not flagged as a spike, p0 the newest unflagged snapshot at or before t1 − window. Null (never 0) when the history does not reach back that far.',
           }),
       ),
+      apy_basis: component(
+        'ApyBasisWindows',
+        z.object({ '1d': ApyBasisEntry, '7d': ApyBasisEntry, '30d': ApyBasisEntry, '90d': ApyBasisEntry, '1y': ApyBasisEntry, inception: ApyBasisEntry }).meta({
+          description:
+            'Keyed like apy_pct: the s0 and s1 each APY came from. ((share_price_to / share_price_from)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is apy_pct.',
+        }),
+      ),
     })
-    .meta({ description: "A vault's newest snapshot and realized APY windows (decisions §9)." }),
+    .meta({ description: "A vault's newest snapshot and realized APY windows (decisions §9), with their basis (§14)." }),
 )
 
 const PerformanceSeriesSchema = component(
   'PerformanceSeries',
   z.object({
-    timeframe: z.enum(TIMEFRAMES),
+    ...seriesEcho,
     points: z
       .array(
         component(
@@ -186,7 +221,21 @@ const TIMEFRAME_ENUM: Record<Timeframe, string> = { '7d': 'P7D', '30d': 'P30D', 
 
 const vaultParams = { vault_id: segmentParam('The vault id.', 'usdc-prime') }
 const groupBy = choiceParam(GROUP_BYS, 'Group allocations by platform or by asset.', 'platform')
-const timeframe = choiceParam(TIMEFRAMES, 'The window, ending now: 7d (1-hour buckets), 30d (6-hour), 1y (1-day), all (1-week, Monday 00:00 UTC).', '30d')
+const seriesQuery = {
+  timeframe: choiceParam(
+    TIMEFRAMES,
+    'The window, ending now: 7d (1-hour buckets), 30d (6-hour), 1y (1-day), all (1-week, Monday 00:00 UTC). Default 30d; not together with `from`.',
+  ),
+  from: timestampParam(
+    'Start of a range instead of a timeframe (RFC 3339): the first point is the bucket holding it. Required when `to` or `interval` is given.',
+    '2026-03-01T00:00:00.000Z',
+  ),
+  to: timestampParam('End of the range, exclusive (RFC 3339); default now. Buckets starting after now are left out.', '2026-04-01T00:00:00.000Z'),
+  interval: choiceParam(
+    INTERVALS,
+    `The range's step, on the timeframes' UTC grid: 1h, 6h (00/06/12/18 h), 1d (midnight), 1w (Monday 00:00). Default: the smallest giving at most ${MAX_POINTS} points.`,
+  ),
+}
 const tags = ['Vaults']
 
 interface ListData {
@@ -205,15 +254,57 @@ function compositionBody(data: CompositionData, id: string) {
   return snakeKeys<CompositionWire>(found(data.vault, id).composition ?? { asOf: null, positions: [] })
 }
 
-interface SeriesData {
-  vault: { compositionSeries: { labels: string[]; points: { t: string; weightsPct: number[] }[] } } | null
+/** GraphQL values of `interval`. */
+const INTERVAL_ENUM: Record<Interval, string> = { '1h': 'PT1H', '6h': 'PT6H', '1d': 'P1D', '1w': 'P1W' }
+const INTERVAL_OF = Object.fromEntries(Object.entries(INTERVAL_ENUM).map(([k, v]) => [v, k])) as Record<string, Interval>
+const TIMEFRAME_OF = Object.fromEntries(Object.entries(TIMEFRAME_ENUM).map(([k, v]) => [v, k])) as Record<string, Timeframe>
+
+interface SeriesQuery {
+  timeframe: Timeframe | undefined
+  from: Date | undefined
+  to: Date | undefined
+  interval: Interval | undefined
 }
 
-function seriesBody(data: SeriesData, id: string, query: { group_by: GroupBy; timeframe: Timeframe }) {
+/**
+ * The series variables (`timeframe` or `range`) from the REST query. Checked here first (the same
+ * rule as GraphQL's, src/vaults/composition.ts seriesRequest) so the message names REST's own
+ * parameters; the rest (from before to, the point limit) is the resolver's, with the same names.
+ */
+function seriesVariables(query: SeriesQuery) {
+  const request = seriesRequest(query)
+  if ('timeframe' in request) return { timeframe: TIMEFRAME_ENUM[request.timeframe], range: null }
+  return {
+    timeframe: null,
+    range: { from: request.from.toISOString(), to: request.to?.toISOString() ?? null, interval: request.interval && INTERVAL_ENUM[request.interval] },
+  }
+}
+
+/** What the series fields echo, as GraphQL answers it. */
+const SERIES_ECHO = 'timeframe from to interval'
+
+interface SeriesEchoData {
+  timeframe: string | null
+  from: string | null
+  to: string | null
+  interval: string | null
+}
+
+/** A timeframe's answer names its timeframe; a range's says timeframe null and echoes from, to and interval (decisions §14). */
+function echoBody(series: SeriesEchoData) {
+  if (series.timeframe !== null) return { timeframe: TIMEFRAME_OF[series.timeframe]! }
+  return { timeframe: null, from: series.from!, to: series.to!, interval: INTERVAL_OF[series.interval!]! }
+}
+
+interface SeriesData {
+  vault: { compositionSeries: SeriesEchoData & { labels: string[]; points: { t: string; weightsPct: number[] }[] } } | null
+}
+
+function seriesBody(data: SeriesData, id: string, query: { group_by: GroupBy }): z.input<typeof CompositionSeriesSchema> {
   const series = found(data.vault, id).compositionSeries
   return {
     group_by: query.group_by,
-    timeframe: query.timeframe,
+    ...echoBody(series),
     labels: series.labels,
     points: snakeKeys<z.input<typeof CompositionSeriesSchema>['points']>(series.points),
   }
@@ -232,8 +323,19 @@ interface PerformanceData {
       apy90d: number | null
       apy1y: number | null
       apyInception: number | null
+      basis: { window: string; from: string; to: string; sharePriceFrom: string; sharePriceTo: string }[]
     }
   } | null
+}
+
+/** GraphQL ApyWindow values and the REST keys of apy_pct / apy_basis. */
+const APY_KEY_OF: Record<string, '1d' | '7d' | '30d' | '90d' | '1y' | 'inception'> = {
+  P1D: '1d',
+  P7D: '7d',
+  P30D: '30d',
+  P90D: '90d',
+  P1Y: '1y',
+  INCEPTION: 'inception',
 }
 
 function performanceBody(data: PerformanceData, id: string): z.input<typeof PerformanceSchema> {
@@ -245,19 +347,33 @@ function performanceBody(data: PerformanceData, id: string): z.input<typeof Perf
     tvl: p.tvl,
     tvl_usd: p.tvlUsd,
     apy_pct: { '1d': p.apy1d, '7d': p.apy7d, '30d': p.apy30d, '90d': p.apy90d, '1y': p.apy1y, inception: p.apyInception },
+    apy_basis: {
+      '1d': null,
+      '7d': null,
+      '30d': null,
+      '90d': null,
+      '1y': null,
+      inception: null,
+      ...Object.fromEntries(
+        p.basis.map((b) => [APY_KEY_OF[b.window]!, { from: b.from, to: b.to, share_price_from: b.sharePriceFrom, share_price_to: b.sharePriceTo }]),
+      ),
+    },
   }
 }
 
 interface PerformanceSeriesData {
   vault: {
-    performanceSeries: { points: { t: string; sharePrice: string; tvl: string; tvlUsd: string | null; apy7dPct: number | null; flags: 'spike'[] }[] }
+    performanceSeries: SeriesEchoData & {
+      points: { t: string; sharePrice: string; tvl: string; tvlUsd: string | null; apy7dPct: number | null; flags: 'spike'[] }[]
+    }
   } | null
 }
 
-function performanceSeriesBody(data: PerformanceSeriesData, id: string, timeframe: Timeframe): z.input<typeof PerformanceSeriesSchema> {
+function performanceSeriesBody(data: PerformanceSeriesData, id: string): z.input<typeof PerformanceSeriesSchema> {
+  const series = found(data.vault, id).performanceSeries
   return {
-    timeframe,
-    points: found(data.vault, id).performanceSeries.points.map((p) => ({
+    ...echoBody(series),
+    points: series.points.map((p) => ({
       t: p.t,
       share_price: p.sharePrice,
       tvl: p.tvl,
@@ -313,6 +429,29 @@ export const vaultRoutes: RestRoute[] = [
   }),
   defineRoute({
     method: 'GET',
+    path: '/chains/:chain/vaults/:address',
+    summary: 'Get a vault by chain and contract',
+    description: 'The vault with this chain id and contract address (compared ignoring case): the same body as get_vault.',
+    tags,
+    params: {
+      chain: pathParam('The chain id: decimal (8453) or CAIP-2 (eip155:8453).', '1', (text, name) => parseChainId(text, name)),
+      address: pathParam('The contract address: 0x followed by 40 hex digits, in any case.', '0x1111111111111111111111111111111111111111', (text, name) =>
+        parseContractAddress(text, name),
+      ),
+    },
+    query: {},
+    document: `query VaultByAddress($chainId: String!, $address: String!) { vaultByAddress(chainId: $chainId, address: $address) { ...VaultFields } } ${VAULT_FIELDS}`,
+    variables: ({ params }) => ({ chainId: params.chain, address: params.address }),
+    shape: (data: { vaultByAddress: VaultData | null }, { params }) => {
+      if (data.vaultByAddress === null) throw notFound(`No vault on chain ${params.chain} has this contract address.`)
+      return vaultBody(data.vaultByAddress)
+    },
+    response: VaultSchema,
+    errors: ['bad_request', 'not_found'],
+    cache,
+  }),
+  defineRoute({
+    method: 'GET',
     path: '/vaults/:vault_id/composition',
     summary: "Get a vault's current composition",
     description: 'The latest snapshot at or before now, grouped. A vault without snapshots answers `as_of: null` and no positions.',
@@ -332,14 +471,14 @@ export const vaultRoutes: RestRoute[] = [
     method: 'GET',
     path: '/vaults/:vault_id/composition/series',
     summary: "Get a vault's composition over time",
-    description: 'Group weights per bucket over a window ending now, on a fixed UTC grid; ready for a stacked area chart.',
+    description: `Group weights per bucket over a timeframe ending now, or over any range (from, to, interval; at most ${MAX_POINTS} points), on a fixed UTC grid; ready for a stacked area chart.`,
     tags,
     params: vaultParams,
-    query: { timeframe, group_by: groupBy },
-    document: `query CompositionSeries($id: ID!, $timeframe: CompositionTimeframe!, $groupBy: CompositionGroupBy!) {
-      vault(id: $id) { compositionSeries(timeframe: $timeframe, groupBy: $groupBy) { labels points { t weightsPct } } }
+    query: { ...seriesQuery, group_by: groupBy },
+    document: `query CompositionSeries($id: ID!, $timeframe: CompositionTimeframe, $range: SeriesRange, $groupBy: CompositionGroupBy!) {
+      vault(id: $id) { compositionSeries(timeframe: $timeframe, range: $range, groupBy: $groupBy) { ${SERIES_ECHO} labels points { t weightsPct } } }
     }`,
-    variables: ({ params, query }) => ({ id: params.vault_id, timeframe: TIMEFRAME_ENUM[query.timeframe], groupBy: query.group_by }),
+    variables: ({ params, query }) => ({ id: params.vault_id, ...seriesVariables(query), groupBy: query.group_by }),
     shape: (data: SeriesData, { params, query }) => seriesBody(data, params.vault_id, query),
     response: CompositionSeriesSchema,
     errors: ['bad_request', 'not_found'],
@@ -350,33 +489,41 @@ export const vaultRoutes: RestRoute[] = [
     path: '/vaults/:vault_id/performance',
     summary: "Get a vault's performance",
     description:
-      'The newest snapshot at or before now (share price, TVL, USD TVL) and the realized APY over 1 day, 7 days, 30 days, 90 days, 1 year and since inception, from share prices. Snapshots whose share price moved more than SPIKE_PCT percent from the previous one are left out of the windows.',
+      'The newest snapshot at or before now (or `at`): share price, TVL, USD TVL and the realized APY over 1 day, 7 days, 30 days, 90 days, 1 year and since inception, from share prices, with the two snapshots each APY came from (`apy_basis`). Snapshots whose share price moved more than SPIKE_PCT percent from the previous one are left out of the windows.',
     tags,
     params: vaultParams,
-    query: {},
-    document: `query Performance($id: ID!) {
-      vault(id: $id) { performance { asOf sharePrice tvl tvlUsd apy1d apy7d apy30d apy90d apy1y apyInception } }
+    query: {
+      at: timestampParam(
+        'Compute as of this time (RFC 3339): s1 is the newest snapshot at or before it (a time after now reads as now); with none, every nullable value is null.',
+        '2026-03-01T00:00:00.000Z',
+      ),
+    },
+    document: `query Performance($id: ID!, $at: DateTime) {
+      vault(id: $id) {
+        performance(at: $at) {
+          asOf sharePrice tvl tvlUsd apy1d apy7d apy30d apy90d apy1y apyInception basis { window from to sharePriceFrom sharePriceTo }
+        }
+      }
     }`,
-    variables: ({ params }) => ({ id: params.vault_id }),
+    variables: ({ params, query }) => ({ id: params.vault_id, at: query.at?.toISOString() }),
     shape: (data: PerformanceData, { params }) => performanceBody(data, params.vault_id),
     response: PerformanceSchema,
-    errors: ['not_found'],
+    errors: ['bad_request', 'not_found'],
     cache,
   }),
   defineRoute({
     method: 'GET',
     path: '/vaults/:vault_id/performance/series',
     summary: "Get a vault's share price, TVL and APY over time",
-    description:
-      "Per bucket of the composition series' grid, the last snapshot taken before the bucket closed: share price, TVL, USD TVL and the 7-day APY as of that snapshot; spikes marked. Ready for line charts.",
+    description: `Per bucket of the composition series' grid (a timeframe ending now, or any range: from, to, interval; at most ${MAX_POINTS} points), the last snapshot taken before the bucket closed: share price, TVL, USD TVL and the 7-day APY as of that snapshot; spikes marked. Ready for line charts.`,
     tags,
     params: vaultParams,
-    query: { timeframe },
-    document: `query PerformanceSeries($id: ID!, $timeframe: CompositionTimeframe!) {
-      vault(id: $id) { performanceSeries(timeframe: $timeframe) { points { t sharePrice tvl tvlUsd apy7dPct flags } } }
+    query: seriesQuery,
+    document: `query PerformanceSeries($id: ID!, $timeframe: CompositionTimeframe, $range: SeriesRange) {
+      vault(id: $id) { performanceSeries(timeframe: $timeframe, range: $range) { ${SERIES_ECHO} points { t sharePrice tvl tvlUsd apy7dPct flags } } }
     }`,
-    variables: ({ params, query }) => ({ id: params.vault_id, timeframe: TIMEFRAME_ENUM[query.timeframe] }),
-    shape: (data: PerformanceSeriesData, { params, query }) => performanceSeriesBody(data, params.vault_id, query.timeframe),
+    variables: ({ params, query }) => ({ id: params.vault_id, ...seriesVariables(query) }),
+    shape: (data: PerformanceSeriesData, { params }) => performanceSeriesBody(data, params.vault_id),
     response: PerformanceSeriesSchema,
     errors: ['bad_request', 'not_found'],
     cache,
