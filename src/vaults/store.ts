@@ -404,6 +404,7 @@ const VAULT_SELECT: Record<keyof Vault, string> = {
   strategyBrief: 'strategy_brief',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
+  dataAsOf: 'data_as_of',
 }
 
 // One probe of vaults_chain_id_contract_address_key (prisma/migrations/*_vault_chain_address): an

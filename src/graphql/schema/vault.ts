@@ -133,7 +133,12 @@ builder.queryField('vaultByAddress', (t) =>
       chainId: t.arg.string({ required: true, description: 'Decimal (8453) or CAIP-2 (eip155:8453).' }),
       address: t.arg.string({ required: true, description: 'The contract address: 0x followed by 40 hex digits, in any case.' }),
     },
-    resolve: (_root, args) => findVaultByAddress(parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address)),
+    resolve: async (_root, args, ctx) => {
+      const vault = await findVaultByAddress(parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address))
+      // As of the vault's data time, as vault(id:) is (decisions §10; src/freshness/answer.ts).
+      if (vault) await ctx.readData([vault.id])
+      return vault
+    },
   }),
 )
 
