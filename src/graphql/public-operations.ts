@@ -17,6 +17,7 @@ export const PUBLIC_TYPES = new Set([
   'CompositionSeries',
   'CompositionPoint',
   'VaultPerformance',
+  'ApyBasis',
   'PerformanceSeries',
   'PerformancePoint',
   'VaultConnection',
@@ -24,7 +25,7 @@ export const PUBLIC_TYPES = new Set([
   'PageInfo',
 ])
 /** Root fields that return public types. */
-export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaults'])
+export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaultByAddress', 'vaults'])
 
 /** Root fields of key management (query and mutations). */
 export const KEY_MANAGEMENT_FIELDS = new Set(['apiKey', 'createApiKey', 'revokeApiKey', 'apiKeyEvents', 'apiKeyUsage', 'apiKeyChanged'])

@@ -373,21 +373,24 @@ describe('isPublicOperation', () => {
       }),
     )
     expect(fields).toEqual({
+      // Decisions §14: the working of an APY, from the vault's snapshots alone.
+      ApyBasis: ['from', 'sharePriceFrom', 'sharePriceTo', 'to', 'window'],
       Composition: ['asOf', 'positions'],
       CompositionPoint: ['t', 'weightsPct'],
       CompositionPosition: ['apyEstPct', 'asset', 'icon', 'pct', 'platform', 'symbol'],
-      CompositionSeries: ['groupBy', 'labels', 'points', 'timeframe'],
+      CompositionSeries: ['from', 'groupBy', 'interval', 'labels', 'points', 'timeframe', 'to'],
       Contract: ['address'],
       DepositConstraints: ['maxDeposit', 'minDeposit', 'paused'],
       Icons: ['dark', 'light'],
       PageInfo: ['endCursor', 'hasNextPage', 'hasPreviousPage', 'startCursor'],
       // Performance history (decisions §9): computed from the vault's snapshots alone, the same for every caller.
       PerformancePoint: ['apy7dPct', 'flags', 'sharePrice', 't', 'tvl', 'tvlUsd'],
-      PerformanceSeries: ['points', 'timeframe'],
+      PerformanceSeries: ['from', 'interval', 'points', 'timeframe', 'to'],
       Vault: [
         'apiEndpoint',
         'baseAsset',
         'baseAssetPriceUsd',
+        'caip10',
         'chain',
         'chainId',
         'composition',
@@ -414,9 +417,9 @@ describe('isPublicOperation', () => {
       ],
       VaultConnection: ['edges', 'pageInfo'],
       VaultEdge: ['cursor', 'node'],
-      VaultPerformance: ['apy1d', 'apy1y', 'apy30d', 'apy7d', 'apy90d', 'apyInception', 'asOf', 'sharePrice', 'tvl', 'tvlUsd'],
+      VaultPerformance: ['apy1d', 'apy1y', 'apy30d', 'apy7d', 'apy90d', 'apyInception', 'asOf', 'basis', 'sharePrice', 'tvl', 'tvlUsd'],
       WithdrawConstraints: ['instantLiquidity', 'instantSlippageMaxBps', 'redeem24hThresholdPctOfAum', 'redeem48hAboveThreshold'],
     })
-    expect([...PUBLIC_QUERY_FIELDS].sort()).toEqual(['vault', 'vaults'])
+    expect([...PUBLIC_QUERY_FIELDS].sort()).toEqual(['vault', 'vaultByAddress', 'vaults'])
   })
 })

@@ -207,8 +207,11 @@ describe(`client strings in error logs (${testBackend})`, () => {
     expect(long!.err.meta).toBeUndefined()
   })
 
-  it('logs a long request path and long GraphQL aliases by their length, while the database is gone', async () => {
-    await t.db.close()
+  it('logs a long request path and long GraphQL aliases by their length, while the database fails their reads', async () => {
+    // A column the vault reads select, gone: the data times (src/freshness/store.ts) still read, so
+    // the query below reaches its resolver and fails there (a database that is gone altogether now
+    // fails the answer on reading its times, before any resolver: test/freshness/data-used.test.ts).
+    await t.db.prisma.$executeRawUnsafe('ALTER TABLE vaults RENAME COLUMN strategy_brief TO strategy_brief_gone')
     const alias = `a${'b'.repeat(1000)}`
     const pathId = 'c'.repeat(2000)
     // GraphQL first: identical error lines within 10 s are written once (src/core/log.ts).
@@ -224,5 +227,6 @@ describe(`client strings in error logs (${testBackend})`, () => {
     // So does the path of a route's unexpected error (every route reaches the log through clientError).
     clientError(new Error('boom'), { requestId: 'r1', path: `/v1/vaults/${pathId}` })
     expect(errorLines().at(-1)).toMatchObject({ msg: 'unexpected error', path: '(a value of 2011 characters, not repeated here)' })
+    await t.db.close()
   })
 })
