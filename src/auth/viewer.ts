@@ -17,11 +17,7 @@ export interface Viewer {
  * that client's refused tokens get 429. The token is verified first: a valid session is never
  * refused for anyone's wrong ones. Every door (hot path, REST, /graphql) comes through here.
  */
-export async function resolveViewer(
-  request: Request,
-  session: SessionAuth | undefined,
-  failures?: { limits: RateLimits; client: string },
-): Promise<Viewer> {
+export async function resolveViewer(request: Request, session: SessionAuth | undefined, failures?: { limits: RateLimits; client: string }): Promise<Viewer> {
   if (!session) throw new AppError('unavailable', 'Key management is not configured on this server (AUTH_JWKS_URL or AUTH_JWKS_FILE).')
   const token = bearerToken(request.headers.get('authorization'))
   let claims: Awaited<ReturnType<SessionAuth['verify']>>

@@ -122,7 +122,8 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
     /** Runs the route's document; throws the AppError REST answers with. `request`/`scope`: what Yoga's context is made from. */
     const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> =>
       runRoute(yoga, route, await routeInput(c, route), request, scope, c.req.routePath, reads)
-    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true, client: c.get('client') })
+    const own = (c: HonoContext<AppEnv>) =>
+      compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true, client: c.get('client') })
 
     app.on(route.method, route.path, async (c) => {
       if (shared?.enabled) {
