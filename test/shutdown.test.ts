@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { testBackend } from './support/db.js'
+import { eventually } from './support/eventually.js'
 import { gatewayStorage, startGatewayProcess } from './support/process.js'
 
 const query = (url: string) =>
   fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
 
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  if (!condition()) throw new Error(`timed out waiting for ${what}`)
-}
+const until = (condition: () => boolean, what: string) => eventually(condition, { what, timeoutMs: 10_000, intervalMs: 25 })
 
 // A rolling restart (Kubernetes, compose): the orchestrator sends SIGTERM and, at the same time,
 // starts taking the instance out of its load balancer. Requests still arrive for a few seconds.

@@ -14,8 +14,7 @@ import { vaultDoc } from '../support/wallet-data.js'
 
 const ADMIN_TOKEN = 'admin-token-for-cache-tests-0123456789abcdef'
 
-const vault = (id: string, tvl: string): ImportVault =>
-  vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5' })
+const vault = (id: string, tvl: string): ImportVault => vaultDoc(id, { name: `Cache ${id}`, symbol: 'vcUSDC', tvl, share_price: '1.5' })
 
 const VAULT_QUERY = 'query CacheVault($id: ID!) { vault(id: $id) { id tvl composition { asOf positions { platform pct } } } }'
 

@@ -13,6 +13,7 @@ import { sourcesStatus, type SourceStatus } from '../../src/sources/status.js'
 import { anvilSkip, anvilSuiteTitle, BLOCK_TIME, CHAIN_ID, GENESIS_TIME, nodeTransport, rpcError, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
 import { testBackend, testDatabase } from '../support/db.js'
 import { serviceFor } from '../webhooks/setup.js'
+import { valueWhen } from '../support/eventually.js'
 
 // The chain source end to end, on this backend: a real anvil with real vault contracts and
 // transactions from several accounts, the follower writing through the importer into the
@@ -38,17 +39,6 @@ function idOf(receipt: TransactionReceipt, vault: Address, event: keyof typeof T
   const log = receipt.logs.find((l) => l.address.toLowerCase() === vault && l.topics[0] === TOPIC[event])
   if (!log) throw new Error(`no ${event} of ${vault} in ${receipt.transactionHash}`)
   return `${CHAIN_ID}:${receipt.transactionHash}:${log.logIndex}`
-}
-
-/** Waits for `read()` to satisfy `ok`, polling; fails with the last value read. */
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms; last: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 /** A transport to anvil that counts requests, can fail them all (a node restarting), and calls `onLogs` on each eth_getLogs. */
@@ -123,7 +113,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
   }
 
   const status = async (): Promise<SourceStatus> => (await sourcesStatus(db.prisma, sources(5)))[0]!
-  const syncedTo = (block: bigint) => until(`synced to ${block}`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block)
+  const syncedTo = (block: bigint) => valueWhen(`synced to ${block}`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block)
   const confirmedHead = async () => (await chain.blockNumber()) - 2n
 
   /** A metric's value for the anvil chain (0 when it has none yet). */
@@ -258,7 +248,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     }
     const first = startSourceFollower({ sources: sources(5), db: db.prisma, transport: () => node.transport, retry: FAST_RETRY })
     expect(first.following).toBe(true) // no lock embedded, nor here (no lock connection given)
-    await until(
+    await valueWhen(
       'the first follower stopped',
       async () => stopping !== undefined,
       (stopped) => stopped,
@@ -418,7 +408,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     const feed = watchDataChanges(db.changes, { onChange: () => notified++, onLive: () => {} })
     await feed.ready
     node.down = true
-    const failing = await until('the failure recorded', status, (s) => s.lastError !== null)
+    const failing = await valueWhen('the failure recorded', status, (s) => s.lastError !== null)
     expect(failing.lastError).toMatch(/node restarting/)
     expect(failing.lastError).not.toContain(anvil.url)
     // Each request was tried twice (FAST_RETRY): a retried attempt, then the one given up.
@@ -442,14 +432,14 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
       },
     ])
     expect((await request('/v1/vaults/usd-4626')).body).toMatchObject({ tvl: '1660.049999', share_price: '1.011531' })
-    await until(
+    await valueWhen(
       'the change announced',
       async () => notified,
       (n) => n > 0,
     )
     notified = 0
     // Once it succeeds again, the error is history.
-    const recovered = await until('the error cleared', status, (st) => st.lastError === null)
+    const recovered = await valueWhen('the error cleared', status, (st) => st.lastError === null)
     expect(recovered).toMatchObject({ lastError: null, lastErrorAt: null, lastSuccessAt: expect.any(Date) })
 
     // A node that lags behind the block the follower stands on (another node behind a provider's
@@ -458,7 +448,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     const standing = BigInt(recovered.syncedBlock!)
     node.missingFrom = standing
     await chain.mine(1)
-    const lagging = await until('the lag reported', status, (st) => st.lastError?.includes(`has no block ${standing}`) ?? false)
+    const lagging = await valueWhen('the lag reported', status, (st) => st.lastError?.includes(`has no block ${standing}`) ?? false)
     expect(lagging.lastError).toBe(`the node has no block ${standing} (behind, or its chain is shorter); asking again at the next poll`)
     expect(lagging.syncedBlock).toBe(String(standing))
     node.missingFrom = undefined
@@ -517,7 +507,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     await chain.fund(bob, vault, usd(7)) // fork + 1, + 2
     const bobAgain = await chain.deposit(bob, vault, usd(7)) // fork + 3
     await chain.mine(6)
-    await until(
+    await valueWhen(
       "the new branch's deposit recorded",
       () => request(`/v1/users/${bob}/vaults/usd-4626/transactions`),
       (res) => res.body.items?.[0]?.id === idOf(bobAgain, vault, 'Deposit'),
@@ -607,11 +597,11 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
     // Not an ERC-7540 vault, whatever the file says.
     const wrong = { ...file.vaults[0]!, id: 'not-async', kind: 'erc7540' as const, metadata: { ...file.vaults[0]!.metadata, name: 'Not async' } }
     follower = startSourceFollower({ sources: { ...file, vaults: [renamed, file.vaults[1]!, wrong] }, db: db.prisma, retry: FAST_RETRY })
-    const failed = await until('the error recorded', status, (st) => st.lastError?.includes('vaults[2].kind') ?? false)
+    const failed = await valueWhen('the error recorded', status, (st) => st.lastError?.includes('vaults[2].kind') ?? false)
     expect(failed.lastError).toBe(
       'vaults[2].kind: is "erc7540", but the contract is not an ERC-7540 vault: supportsInterface(0x620ee8e4) is not true and pendingRedeemRequest() does not answer',
     )
-    await until(
+    await valueWhen(
       'the new name',
       () => request('/v1/vaults/usd-4626'),
       (res) => res.body.name === 'Test USD 4626 (renamed)',

@@ -9,22 +9,13 @@ import { startSourceFollower, type SourceFollower } from '../../src/sources/foll
 import { anvilSkip, anvilSuiteTitle, CHAIN_ID, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { embeddedDataDir, startGatewayProcess, type GatewayProcess } from '../support/process.js'
+import { valueWhen } from '../support/eventually.js'
 
 // The follower as an operator runs it: `vaultgate start` with VAULT_SOURCES_FILE follows the
 // chains, and with PostgreSQL one instance at a time does: when the one that follows dies, another
 // takes over within 30 s (the lock's session ends with the process; the others ask every 10 s).
 
 const skip = anvilSkip()
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await read().catch((e: Error) => e as unknown as T)
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms; last: ${v instanceof Error ? v.message : JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe.skipIf(skip)(anvilSuiteTitle(`the gateway follows VAULT_SOURCES_FILE (anvil, ${testBackend})`, skip), () => {
   let anvil: Anvil
@@ -83,13 +74,13 @@ describe.skipIf(skip)(anvilSuiteTitle(`the gateway follows VAULT_SOURCES_FILE (a
   it('follows the chains of VAULT_SOURCES_FILE: the vault answers with its on-chain values, /metrics with the lag', async () => {
     gateway = await startGatewayProcess({ ...storageEnv, VAULT_SOURCES_FILE: file })
     const url = gateway.url
-    const body = await until(
+    const body = await valueWhen(
       'the vault recorded',
       async () => (await fetch(`${url}/v1/vaults/usd-4626`)).json(),
       (b: { tvl?: string }) => b.tvl === '123.45',
     )
     expect(body).toMatchObject({ id: 'usd-4626', chain: 'anvil', chain_id: String(CHAIN_ID), tvl: '123.45', share_price: '1', contract: { address: vault } })
-    const metrics = await until(
+    const metrics = await valueWhen(
       'the lag exported',
       async () => (await fetch(`${url}/metrics`)).text(),
       (text) => /vaultgate_source_lag_blocks\{chain="anvil"\} 2\n/.test(text),
@@ -139,12 +130,12 @@ describe.skipIf(skip)(anvilSuiteTitle(`the gateway follows VAULT_SOURCES_FILE (a
       await chain.fund(bob, vault, 1_000_000n)
       await chain.deposit(bob, vault, 1_000_000n)
       await chain.mine(2)
-      await until(
+      await valueWhen(
         'the standby follows',
         async () => standby!.following,
         (following) => following,
       )
-      const [row] = await until(
+      const [row] = await valueWhen(
         "Bob's deposit recorded by the standby",
         () => db.prisma.$queryRawUnsafe<{ tvl: string }[]>(`SELECT trim_scale(tvl)::text AS tvl FROM vaults WHERE id = 'usd-4626'`),
         (rows) => rows[0]?.tvl === '124.45',

@@ -11,6 +11,7 @@ import { anvilSkip, anvilSuiteTitle, CHAIN_ID, startAnvil, TestChain, type Anvil
 import { testBackend, testDatabase } from '../support/db.js'
 import { fakeHash, RpcRewritingProxy } from '../support/rpc-proxy.js'
 import { serviceFor } from '../webhooks/setup.js'
+import { valueWhen } from '../support/eventually.js'
 
 // A node that lies (issue 25, rows 1 and 2), against a real anvil behind a JSON-RPC proxy that
 // rewrites block hashes, parent hashes and times, with the follower writing into this backend's
@@ -24,17 +25,6 @@ const skip = anvilSkip()
 const FAST_RETRY = { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 }
 const usd = (x: number) => BigInt(Math.round(x * 1e6))
 const TEN_YEARS_S = 10n * 365n * 86_400n
-
-/** Waits for `read()` to satisfy `ok`, polling; fails with the last value read. */
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms; last: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, ${testBackend})`, skip), () => {
   let anvil: Anvil
@@ -77,7 +67,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
   const status = async (): Promise<SourceStatus> => (await sourcesStatus(db.prisma, sources()))[0]!
   const confirmedHead = async () => (await chain.blockNumber()) - 2n
   const syncedTo = (block: bigint, ms?: number) =>
-    until(`synced to ${block}, ok`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block && s.status === 'ok', ms)
+    valueWhen(`synced to ${block}, ok`, status, (s) => s.syncedBlock !== null && BigInt(s.syncedBlock) >= block && s.status === 'ok', ms)
   const paused = async (reason: string) =>
     (await registry.getSingleMetric('vaultgate_source_paused')!.get()).values.find((v) => v.labels.chain === 'anvil' && v.labels.reason === reason)?.value ?? 0
   const reorgs = async () => (await registry.getSingleMetric('vaultgate_source_reorgs_total')!.get()).values.find((v) => v.labels.chain === 'anvil')?.value ?? 0
@@ -139,14 +129,14 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     await chain.fund(bob, vault, usd(250)) // new blocks: the follower reads again, and meets the lie
     await chain.deposit(bob, vault, usd(250))
     await chain.mine(2)
-    const degraded = await until('degraded', status, (s) => s.status === 'degraded')
+    const degraded = await valueWhen('degraded', status, (s) => s.status === 'degraded')
     expect(degraded.lastError).toMatch(
       /^the node contradicts itself: block \d+ is 0x[0-9a-f]{64} \(recorded: 0x[0-9a-f]{64}\), but block \d+ names 0x[0-9a-f]{64} as its parent; following paused, nothing deleted, asking again$/,
     )
     expect(await paused('node_contradicts')).toBe(1)
     // It keeps asking, and keeps deleting nothing.
     const rewritten = proxy.rewritten
-    await until(
+    await valueWhen(
       'asked again',
       async () => proxy.rewritten,
       (n) => n >= rewritten + 3,
@@ -191,13 +181,13 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     await chain.fund(carol, vault, usd(70)) // from, from + 1
     await chain.deposit(carol, vault, usd(70)) // from + 2
     await chain.mine(2)
-    const degraded = await until('degraded', status, (s) => s.status === 'degraded')
+    const degraded = await valueWhen('degraded', status, (s) => s.status === 'degraded')
     expect(degraded.lastError).toMatch(
       /^block \d+ is dated \d+ s ahead of this gateway's clock \(more than CHAIN_MAX_CLOCK_SKEW_MS\); not recorded, asking again$/,
     )
     expect(await paused('block_time_ahead')).toBe(1)
     const rewritten = proxy.rewritten
-    await until(
+    await valueWhen(
       'asked again',
       async () => proxy.rewritten,
       (n) => n >= rewritten + 3,
@@ -237,12 +227,12 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source behind a lying node (anvil, 
     // A consistent other chain: every hash replaced, and every parentHash the replaced parent's.
     proxy.rewrite = (b) => ({ ...b, hash: fakeHash(BigInt(b.number)), parentHash: BigInt(b.number) === 0n ? b.parentHash : fakeHash(BigInt(b.number) - 1n) })
     await chain.mine(1)
-    const stopped = await until('stopped', status, (s) => s.status === 'stopped')
+    const stopped = await valueWhen('stopped', status, (s) => s.status === 'stopped')
     expect(stopped.lastError).toContain('a reorg deeper than the journal')
     expect(stopped.lastError).toContain('following stopped, nothing deleted. An operator decides')
     expect(await paused('deep_reorg')).toBe(1)
     const rewritten = proxy.rewritten
-    await until(
+    await valueWhen(
       'asked again',
       async () => proxy.rewritten,
       (n) => n >= rewritten + 3,

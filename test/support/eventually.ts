@@ -39,3 +39,19 @@ export async function eventually<T>(
 export function cacheClearedSince(cache: { ticket(): number }, generation: number, times = 1): Promise<true> {
   return eventually(() => cache.ticket() >= generation + times, { what: `the response cache emptied ${times} more time(s) since ticket ${generation}` })
 }
+
+/**
+ * `read()` until its value satisfies `ok`, that value returned; fails naming `what` and the last
+ * value read (the polling form the chain-source suites use: a block, a status, a row count).
+ */
+export async function valueWhen<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const { value } = await eventually(
+    async () => {
+      const v = await read()
+      if (!ok(v)) throw new Error(`${what}: not reached in ${timeoutMs} ms; last: ${JSON.stringify(v)}`)
+      return { value: v }
+    },
+    { timeoutMs, intervalMs: 25 },
+  )
+  return value
+}
