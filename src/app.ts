@@ -247,7 +247,7 @@ export function createApp({
     if (kind?.keyManagement) c.set('keyManagement', true)
     // A query's Data-As-Of (src/http/headers.ts), once it ran; GraphiQL's page (no query) is not a read.
     const data = c.req.method === 'GET' && kind ? await operationData(kind, freshness) : undefined
-    const response = await yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), data })
+    const response = await yoga.fetch(c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), data, client: c.get('client') })
     if (data) c.set('dataAsOf', data.header)
     return response
   })

@@ -8,13 +8,13 @@ import { rateLimitDecisions } from './metrics.js'
 
 /**
  * What a limit counts: client IPs on the public routes, wallets on key management, API keys on
- * the verify route, and client IPs presenting a wrong token, one budget per route family: admin
- * and internal (a burst of wrong admin tokens never costs the order exchange's internal calls
- * from the same address anything).
+ * the verify route, and client IPs presenting a wrong token, one budget per route family: admin,
+ * internal and wallet session (a burst of wrong admin tokens never costs the order exchange's
+ * internal calls from the same address anything).
  */
 export type Bucket = 'public' | 'keys' | 'verify' | FailureBucket
-export type FailureBucket = 'admin_token' | 'internal_token'
-const FAILURE_BUCKETS: readonly FailureBucket[] = ['admin_token', 'internal_token']
+export type FailureBucket = 'admin_token' | 'internal_token' | 'session_token'
+const FAILURE_BUCKETS: readonly FailureBucket[] = ['admin_token', 'internal_token', 'session_token']
 
 const WINDOW_SECONDS = 60
 /** A Redis call slower than this counts as Redis being down (the request must not wait on it). */
@@ -245,4 +245,15 @@ export function createRateLimits(
       redis?.disconnect()
     },
   }
+}
+
+/**
+ * One refused token from `client` in its route family's budget (RATE_LIMIT_BEARER_FAILURES_PER_MINUTE):
+ * 429 while that client is over it (known here, no store round trip), else counted (429 once this
+ * one goes over it). Accepted tokens never come here: the token is checked first, so the right one
+ * is always served whoever else shares the address (src/http/middleware/bearer.ts, src/auth/viewer.ts).
+ */
+export async function countFailure(limits: RateLimits, bucket: FailureBucket, client: string): Promise<void> {
+  limits.refuseIfLimited(bucket, client)
+  await limits.consume(bucket, client)
 }

@@ -51,6 +51,8 @@ export interface RequestScope {
   rest?: boolean
   /** What the answer reads, with the times its Data-As-Of header is computed from (src/freshness/answer.ts), so body and header agree. */
   data?: DataUse
+  /** The client's identity for per-IP limits (src/http/middleware/rate-limit.ts clientIdOf): its refused wallet-session tokens count against it (src/auth/viewer.ts). */
+  client?: string
 }
 
 const NO_TIMES: DataTimes = { dataAsOf: null, lastImportAt: null, vaults: new Map() }
@@ -69,13 +71,14 @@ export function createContext({
   live,
   data,
   freshness,
+  client,
 }: RequestScope & {
   request: Request
   now?: Date
   clock?: Clock
   /** The configuration the loaders' rules read (defaults: the settings' defaults). */
   settings?: LoaderSettings
-  authenticate?: (request: Request) => Promise<Viewer>
+  authenticate?: (request: Request, client: string | undefined) => Promise<Viewer>
   live?: LiveHub
   freshness?: Freshness
 }): Context {
@@ -98,7 +101,7 @@ export function createContext({
     now: now ?? clock(),
     settings,
     clock,
-    viewer: () => (viewer ??= authenticate(request)),
+    viewer: () => (viewer ??= authenticate(request, client)),
     dataTimes: async () => (await reading()).wide(),
     readData: async (vaultIds) => (await reading()).vaults(vaultIds),
     freshness,

@@ -47,7 +47,7 @@ export function createGatewayYoga({
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline, data }) =>
+    context: ({ request, requestId, deadline, data, client }) =>
       guardKeyManagement(
         createContext({
           request,
@@ -55,11 +55,13 @@ export function createGatewayYoga({
           deadline,
           now: clock(),
           clock,
-          authenticate: (r) => resolveViewer(r, session),
+          // A scope without a client (no socket: in-process callers) counts as `unknown`, as clientIdOf does.
+          authenticate: (r, who) => resolveViewer(r, session, { limits, client: who ?? 'unknown' }),
           settings: { spikePct: config.spikePct },
           live,
           data,
           freshness,
+          client,
         }),
         {
           limits,

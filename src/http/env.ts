@@ -23,5 +23,7 @@ export type AppEnv = {
     keyManagement?: boolean
     /** A read's Data-As-Of (src/http/headers.ts dataAsOfHeaders): set by the route that computed or found its answer. */
     dataAsOf?: string | null
+    /** The client's identity for per-IP limits, set by the per-IP rate limit (src/http/middleware/rate-limit.ts limitByClientIp). */
+    client?: string
   }
 }

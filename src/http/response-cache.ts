@@ -225,7 +225,7 @@ export function cachedGraphql(
   freshness?: Freshness,
 ): (c: HonoContext<AppEnv>) => Promise<Response> {
   return async (c) => {
-    const scope = (data?: DataUse): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), data })
+    const scope = (data?: DataUse): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), data, client: c.get('client') })
     if (!(c.req.header('content-type') ?? '').includes('application/json')) {
       // A body this handler does not read (a form post): what it selects is unknown, so it is
       // answered as key management would be (no-store, no wildcard CORS).

@@ -84,7 +84,15 @@ export function hotRest({
         const pathParams: Record<string, string> = {}
         for (let i = 0; i < names.length; i++) pathParams[names[i]!] = values[i + 1]!
         const input = inputOf(route, pathParams, getQueryParams(x.url) as Record<string, string[]>, {})
-        const answer = await runRoute(yoga, route, input, x.request, { requestId, deadline, rest: true }, routePath, readsData(route) ? freshness : undefined)
+        const answer = await runRoute(
+          yoga,
+          route,
+          input,
+          x.request,
+          { requestId, deadline, rest: true, client: x.clientId(config) },
+          routePath,
+          readsData(route) ? freshness : undefined,
+        )
         if (!answer.cacheControl)
           return finish(f, 200, { 'content-type': answer.contentType, 'cache-control': 'no-store', ...dataAsOfHeaders(answer.dataAsOf, 200) }, answer.body)
         const current = notModified(x.header('if-none-match'), answer.etag!)

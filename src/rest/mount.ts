@@ -122,7 +122,8 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
     /** Runs the route's document; throws the AppError REST answers with. `request`/`scope`: what Yoga's context is made from. */
     const compute = async (c: HonoContext<AppEnv>, request: Request, scope: RequestScope): Promise<CachedResponse> =>
       runRoute(yoga, route, await routeInput(c, route), request, scope, c.req.routePath, reads)
-    const own = (c: HonoContext<AppEnv>) => compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true })
+    const own = (c: HonoContext<AppEnv>) =>
+      compute(c, c.req.raw, { requestId: c.get('requestId'), deadline: c.get('deadline'), rest: true, client: c.get('client') })
 
     app.on(route.method, route.path, async (c) => {
       if (shared?.enabled) {
@@ -136,7 +137,7 @@ export function mountRoutes(app: Hono<AppEnv>, yoga: Yoga, routes: RestRoute[], 
           if (background) {
             const detached = new Request(c.req.url, { headers: c.req.raw.headers })
             const deadline = c.get('deadline')?.detached()
-            return compute(c, detached, { requestId: c.get('requestId'), deadline, rest: true })
+            return compute(c, detached, { requestId: c.get('requestId'), deadline, rest: true, client: c.get('client') })
               .catch((e: unknown) => {
                 if (!(e instanceof AppError)) logger.error({ err: e, path: c.req.path }, 'background refresh of a cached answer failed')
                 return undefined

@@ -44,7 +44,15 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
     rs = await testKey('RS256', 'rs-1')
     stranger = await testKey('ES256', 'es-1') // same kid, key not in the JWKS
     jwks = await startJwksServer(jwksOf(es, rs))
-    t = await createTestApp({ AUTH_JWKS_URL: jwks.url, AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, ALLOWLIST: `${W1},${W2}` })
+    // This suite sends dozens of refused tokens from one in-process client on purpose: its
+    // wallet-session failure budget is off (the budget itself: `wrong wallet-session tokens` below).
+    t = await createTestApp({
+      AUTH_JWKS_URL: jwks.url,
+      AUTH_ISSUER: ISSUER,
+      AUTH_AUDIENCE: AUDIENCE,
+      ALLOWLIST: `${W1},${W2}`,
+      RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '0',
+    })
     await t.db.prisma.allowlistEntry.createMany({ data: [{ address: W1 }, { address: W2 }] })
   })
   afterAll(async () => {
@@ -286,6 +294,51 @@ describe(`wallet-session authentication, JWKS served on loopback (${testBackend}
         expect([authorization, r.status, r.body]).toEqual([authorization, 401, errorBody('unauthorized', UNAUTHORIZED)])
       }
     })
+  })
+})
+
+describe(`wrong wallet-session tokens from one address (${testBackend})`, () => {
+  let es: TestKey
+  let jwks: JwksServer
+  let t: TestApp
+  beforeAll(async () => {
+    es = await testKey('ES256', 'es-1')
+    jwks = await startJwksServer(jwksOf(es))
+    t = await createTestApp({
+      AUTH_JWKS_URL: jwks.url,
+      AUTH_ISSUER: ISSUER,
+      AUTH_AUDIENCE: AUDIENCE,
+      ALLOWLIST: W1,
+      TRUST_PROXY: '1',
+      RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '3',
+    })
+    await t.db.prisma.allowlistEntry.createMany({ data: [{ address: W1 }] })
+  })
+  afterAll(async () => {
+    await t.close()
+    await jwks.close()
+  })
+
+  it('are refused with 429 past the budget (3 here), REST and GraphQL alike, while a valid session from the same address is served', async () => {
+    const from = (ip: string, token: string) => bearer(token, { 'x-forwarded-for': ip })
+    const valid = await signSession(es, { iss: ISSUER, aud: AUDIENCE, wallets: [W1] })
+    const forged = `${valid.slice(0, -8)}AAAAAAAA`
+    const answers = []
+    for (let i = 0; i < 4; i++) answers.push(await getKey(t, from('10.77.0.1', forged)))
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 429])
+    const refused = answers[3]!
+    // The admin and internal families' 429 (src/core/rate-limit.ts retryIn): Retry-After, the rest of the minute.
+    const retryAfter = Number(refused.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(refused.body).toEqual(errorBody('rate_limited', `Too many requests with a wrong token from this address; retry in ${retryAfter} s.`))
+    const gql = await t.graphql('{ apiKey { id } }', {}, from('10.77.0.1', forged))
+    expect(gql.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual(['rate_limited'])
+    // The right token from the same address right after: served, on REST and GraphQL.
+    expect(await getKey(t, from('10.77.0.1', valid))).toMatchObject({ status: 200, body: ok(null) })
+    expect(await t.graphql('{ apiKey { id } }', {}, from('10.77.0.1', valid))).toMatchObject({ status: 200, body: { data: { apiKey: null } } })
+    // Another address has its own budget.
+    expect((await getKey(t, from('10.77.0.2', forged))).status).toBe(401)
   })
 })
 

@@ -10,6 +10,7 @@ import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
 import { cacheClearedSince } from '../support/eventually.js'
+import { jwksOf, signSession, startJwksServer, testKey } from '../support/jwt.js'
 
 // The hot path (src/http/hot/, src/rest/hot.ts; docs/adr/0004-hot-path.md) answers POST /graphql
 // and the REST reads from the socket, without Hono. A client must not be able to tell: the same
@@ -237,6 +238,34 @@ describe(`hot path and rate limits (${testBackend})`, () => {
       expect(hot.headers['retry-after']).toMatch(/^\d+$/)
     } finally {
       await s.close()
+    }
+  })
+
+  it('refuses wrong wallet-session tokens past their budget as the routes do, and serves the right one from the same address', async () => {
+    const es = await testKey('ES256', 'es-1')
+    const jwks = await startJwksServer(jwksOf(es))
+    const s = await setup({ AUTH_JWKS_URL: jwks.url, RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '2' })
+    try {
+      await s.t.db.prisma.allowlistEntry.create({ data: { address: W } })
+      const valid = await signSession(es, { wallets: [W] })
+      const forged = `${valid.slice(0, -8)}AAAAAAAA`
+      const ask = (token: string) => gql({ query: '{ apiKey { id } }' }, { authorization: `Bearer ${token}` })
+      const before = s.counter.taken
+      const codes = []
+      for (let i = 0; i < 3; i++) {
+        // Each gateway counts on its own limiter: both see the same three wrong tokens.
+        const { hot, routes } = await s.both(ask(forged))
+        expect(hot).toEqual(routes)
+        codes.push(JSON.parse(hot.body).errors.map((e: { extensions: { code: string } }) => e.extensions.code))
+      }
+      expect(codes).toEqual([['unauthorized'], ['unauthorized'], ['rate_limited']])
+      const { hot, routes } = await s.both(ask(valid))
+      expect(hot).toEqual(routes)
+      expect([hot.status, JSON.parse(hot.body)]).toEqual([200, { data: { apiKey: null } }])
+      expect(s.counter.taken - before).toBe(4)
+    } finally {
+      await s.close()
+      await jwks.close()
     }
   })
 })

@@ -161,7 +161,7 @@ export function hotGraphql({
           // Its times unread, a read is not answered (src/freshness/answer.ts): the routes' error answer.
           return graphqlError(f, e)
         }
-        const scope: RequestScope = { requestId, deadline, data }
+        const scope: RequestScope = { requestId, deadline, data, client: x.clientId(config) }
         let result: ExecutionResult
         try {
           result = (await yoga.getResultForParams(

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { AppError } from '../../core/errors.js'
-import type { FailureBucket, RateLimits } from '../../core/rate-limit.js'
+import { countFailure, type FailureBucket, type RateLimits } from '../../core/rate-limit.js'
 import type { AppEnv } from '../env.js'
 import { type ClientIdentityConfig, clientId } from './rate-limit.js'
 
@@ -46,14 +46,4 @@ export function requireBearer(
     }
     await next()
   }
-}
-
-/**
- * One failed authentication from `client` in `bucket`: 429 while that client is over the budget
- * (known here, no store round trip), else counted (429 once this one goes over it). Successful
- * authentications never come here.
- */
-export async function countFailure(limits: RateLimits, bucket: FailureBucket, client: string): Promise<void> {
-  limits.refuseIfLimited(bucket, client)
-  await limits.consume(bucket, client)
 }

@@ -57,7 +57,9 @@ export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bu
 /** Answers 429 `rate_limited` (with Retry-After) once the client IP is over its per-minute budget. */
 export function limitByClientIp(limits: RateLimits, who: ClientIdentityConfig): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    await countOnce(c, limits, 'public', clientId(c, who))
+    const client = clientId(c, who)
+    c.set('client', client)
+    await countOnce(c, limits, 'public', client)
     await next()
   }
 }
