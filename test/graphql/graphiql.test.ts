@@ -128,7 +128,9 @@ describe(`GraphiQL examples (${testBackend})`, () => {
   })
 
   it('serve a small page whose bundle is a separate, compressed, immutable asset', async () => {
-    const page = await t.request('/graphql', { headers: { accept: 'text/html', 'accept-encoding': 'br' } })
+    // Asked without Accept-Encoding: app.fetch hands back the bytes as sent (a page over the
+    // compression threshold would come back brotli-encoded and unreadable here).
+    const page = await t.request('/graphql', { headers: { accept: 'text/html' } })
     const html = await page.text()
     // The page renderGraphiQL writes inlines ~9 MB; the shell holds the example document and links.
     expect(Buffer.byteLength(html)).toBeLessThan(32 * 1024)
