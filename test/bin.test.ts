@@ -1,14 +1,13 @@
 import { execFile, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageRoot } from '../src/core/paths.js'
 import { builtPackage } from './support/built.js'
-import { gatewayStorage } from './support/process.js'
+import { freePort, gatewayStorage } from './support/process.js'
 
 // bin/vaultgate.js is what `npm start` and the installed `vaultgate` command run: these tests run
 // it from a compiled copy of the package, on the machine's Node 20 (/usr/bin/node) and on the
@@ -65,18 +64,6 @@ describe('the runtime check', () => {
     expect(readFileSync(path.join(packageRoot, '.npmrc'), 'utf8')).toMatch(/^engine-strict=true$/m)
   })
 })
-
-/** A port nothing listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 describe('vaultgate start (npm start) in a folder holding .env', () => {
   const storage = gatewayStorage('vaultgate-dotenv-')

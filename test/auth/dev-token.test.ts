@@ -1,24 +1,15 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { gatewayStorage, runCli, startGatewayProcess, type GatewayProcess } from '../support/process.js'
+import { freePort, type GatewayProcess, gatewayStorage, runCli, startGatewayProcess } from '../support/process.js'
 
 // `vaultgate dev token` (src/auth/dev-token.ts) is what docs/keys.md offers a newcomer for a local
 // try of key management: what it prints must be enough, as printed, to create an API key.
 
 const WALLET = '0xAbCdEf0123456789aBcDeF0123456789ABCDEF01'
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** The printed lines: the settings before `npm start`, the `TOKEN=` assignment and the curl. */
 function printed(stdout: string) {

@@ -1,8 +1,8 @@
-import { createServer } from 'node:net'
 import type { Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DemoActivity } from '../../scripts/chain-demo-activity.js'
 import { anvilSkip, anvilSuiteTitle, startAnvil, TestChain, type Anvil } from '../support/anvil.js'
+import { freePort } from '../support/process.js'
 
 // `npm run chain:demo`'s rounds of activity (scripts/chain-demo-activity.ts) on a real anvil: every
 // step of several rounds succeeds (the first version fulfilled dave's redeem again in its second
@@ -10,17 +10,6 @@ import { anvilSkip, anvilSuiteTitle, startAnvil, TestChain, type Anvil } from '.
 
 const skip = anvilSkip()
 const shares = (x: number) => BigInt(x) * 10n ** 18n
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 describe.skipIf(skip)(anvilSuiteTitle('chain:demo activity (anvil)', skip), () => {
   let anvil: Anvil

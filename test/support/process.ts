@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, inject } from 'vitest'
@@ -118,6 +119,18 @@ export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_
     exited.then((code) => {
       clearTimeout(timer)
       reject(new Error(`gateway exited with ${code} before it was ready:\n${out}`))
+    })
+  })
+}
+
+/** A loopback port nothing listens on right now (for a process told which port to take). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
     })
   })
 }
