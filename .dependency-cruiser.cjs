@@ -13,7 +13,7 @@ const layers = [
   ['rest', '^src/rest/'],
   ['openapi', '^src/openapi/'],
   ['http-routes', '^src/http/routes/'],
-  ['app', '^src/app\\.ts$'],
+  ['app', '^src/(app|services)\\.ts$'],
   ['server', '^src/server\\.ts$'],
   ['cli', '^src/(cli|main)\\.ts$'],
 ]
@@ -53,7 +53,7 @@ module.exports = {
         "Only db/, the features' stores and the importer use the Prisma client (plugin-prisma resolvers spread `query` in graphql/schema, and graphql/builder hands the client to Pothos); elsewhere only its types.",
       from: {
         path: '^src/',
-        pathNot: ['^src/db/', '^src/[a-z]+/store\\.ts$', '^src/importer/', '^src/graphql/builder\\.ts$', '^src/graphql/schema/', '^src/(app|server|cli)\\.ts$'],
+        pathNot: ['^src/db/', '^src/[a-z]+/store\\.ts$', '^src/importer/', '^src/graphql/builder\\.ts$', '^src/graphql/schema/', '^src/(app|services|server|cli)\\.ts$'],
       },
       to: { path: '^src/db/client\\.ts$', dependencyTypesNot: ['type-only'] },
     },

@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
 import { createContext } from '../src/graphql/context.js'
 import { schema } from '../src/graphql/schema/index.js'
-import type { Exchange } from '../src/http/hot/exchange.js'
+import { fromRequest } from '../src/http/pipeline/exchange.js'
 import { restRoutes } from '../src/rest/routes/index.js'
 import { fetchHistoryPage } from '../src/wallets/store.js'
 import { decodeCursor } from '../src/wallets/history-cursor.js'
@@ -21,11 +21,11 @@ import { scenarios, type BenchRequest } from './scenarios.js'
 //   prisma         the Prisma call(s) behind it, without GraphQL (vault: findUnique; history: its raw statement)
 //   graphql        graphql-js `execute` of the route's document on the Pothos schema (resolvers, Prisma, driver)
 //   yoga           yoga.getResultForParams (+ envelop plugins: caches, armor, cost, masking, response rules)
-//   hot path       app.hot from a plain exchange (+ rate limit, deadline, header policy, log line, metrics)
-//   Hono path      app.fetchGeneral(new Request(...)) and reading the answer (the general path, HOT_PATH=false)
+//   pipeline       app.fetch(new Request(...)) and reading the answer: the one request pipeline
+//                  (admit, cache, route, finish: rate limit, deadline, header policy, log line, metrics)
 // The HTTP layer is the bench's CPU per request over HTTP minus the in-process path.
 //
-//   npx tsx bench/layers.ts [--n 400] [--only get_vault,tx_first] [--layers graphql,hot path]   (default: the bench's kept dataset)
+//   npx tsx bench/layers.ts [--n 400] [--only get_vault,tx_first] [--layers graphql,pipeline]   (default: the bench's kept dataset)
 
 const { values: flags } = parseArgs({ options: { n: { type: 'string', default: '400' }, only: { type: 'string' }, layers: { type: 'string' } } })
 const N = Number(flags.n)
@@ -52,10 +52,8 @@ const pool = new pg.Pool({ connectionString: url, max: 2 })
 const query = async (sql: string, params: unknown[]) => (await pool.query(sql, params)).rows
 
 const base = 'http://127.0.0.1:3000'
-// `fetchGeneral`/`hot` are absent before issue 21 (the script also measures an older tree).
-const general = app.fetchGeneral ?? app.fetch
-const fetchGeneral = async (r: BenchRequest) => {
-  const res = await general(
+const viaPipeline = async (r: BenchRequest) => {
+  const res = await app.fetch(
     new Request(base + r.path, {
       method: r.method,
       headers: { ...r.headers, ...(r.body ? { 'content-length': String(Buffer.byteLength(r.body)) } : {}) },
@@ -67,25 +65,8 @@ const fetchGeneral = async (r: BenchRequest) => {
   return text
 }
 
-/** A plain exchange: what the node:http listener gives the hot path, without a socket. */
-function exchange(r: BenchRequest): Exchange {
-  const headers: Record<string, string> = { host: '127.0.0.1:3000', ...r.headers, ...(r.body ? { 'content-length': String(Buffer.byteLength(r.body)) } : {}) }
-  const header = (name: string) => headers[name]
-  return {
-    method: r.method,
-    target: r.path,
-    url: base + r.path,
-    header,
-    text: async () => r.body ?? '',
-    clientId: () => '127.0.0.1',
-    client: { aborted: false, addEventListener: () => {} } as unknown as AbortSignal,
-    request: {
-      url: base + r.path,
-      method: r.method,
-      headers: { get: (n: string) => header(n.toLowerCase()) ?? null, has: (n: string) => header(n.toLowerCase()) !== undefined },
-    } as unknown as Request,
-  }
-}
+/** What GraphQL's context reads of a request (the pipeline's light view, src/http/pipeline/exchange.ts). */
+const requestView = (r: BenchRequest) => fromRequest(new Request(base + r.path, { method: r.method, headers: r.headers, body: r.body })).request
 
 /** The GraphQL document and variables a request runs (the REST route's fixed document, or the body's). */
 function documentOf(r: BenchRequest): { query: string; variables: Record<string, unknown> } {
@@ -116,7 +97,7 @@ async function cpuPerOp(requests: BenchRequest[], op: (r: BenchRequest) => Promi
 const history = `/v1/users/${info.whale}/vaults/${info.vaultIds[0]}/transactions`
 let cursor: string | null = null
 for (let i = 1; i < 1000; i++)
-  cursor = (JSON.parse(await fetchGeneral({ method: 'GET', path: `${history}${cursor ? `?cursor=${cursor}` : ''}` })) as { next_cursor: string }).next_cursor
+  cursor = (JSON.parse(await viaPipeline({ method: 'GET', path: `${history}${cursor ? `?cursor=${cursor}` : ''}` })) as { next_cursor: string }).next_cursor
 const list = scenarios({ vaultIds: info.vaultIds, history: { address: info.whale, vaultId: info.vaultIds[0]!, deepCursor: cursor! } }).filter(
   (s) => ['get_vault', 'graphql_vault', 'tx_first', 'tx_deep'].includes(s.id) && (!flags.only || flags.only.split(',').includes(s.id)),
 )
@@ -167,26 +148,17 @@ for (const s of list) {
       'yoga',
       async (r) => {
         const d = docs.get(r)!
-        const request = exchange(r).request
+        const request = requestView(r)
         return app.yoga.getResultForParams({ params: { query: d.query, variables: d.variables }, request }, { rest: r.method === 'GET' })
       },
     ],
-    [
-      'hot path',
-      async (r) => {
-        if (!app.hot) return undefined
-        const out = await app.hot!(exchange(r))!
-        if (!('status' in out) || out.status !== 200) throw new Error(`${r.path}: hot path gave ${JSON.stringify(out).slice(0, 200)}`)
-        return out
-      },
-    ],
-    ['Hono path', fetchGeneral],
+    ['pipeline', viaPipeline],
   ]
   const row: Record<string, string | number> = { scenario: s.id }
   // Two alternating passes; the lower of each layer's two (the machine is shared).
   for (let pass = 0; pass < 2; pass++) {
     for (const [name, op] of layers) {
-      if ((flags.layers && !flags.layers.split(',').includes(name)) || (name === 'hot path' && !app.hot)) continue
+      if ((flags.layers && !flags.layers.split(',').includes(name))) continue
       const us = await cpuPerOp(s.requests, op)
       row[name] = Math.round(Math.min(us, (row[name] as number | undefined) ?? Infinity))
     }
@@ -195,7 +167,7 @@ for (const s of list) {
   process.stderr.write(`${JSON.stringify(row)}\n`)
 }
 
-const names = ['driver', 'prisma', 'graphql', 'yoga', 'hot path', 'Hono path']
+const names = ['driver', 'prisma', 'graphql', 'yoga', 'pipeline']
 process.stdout.write(`\nCPU µs per request, in process, sequential (n = ${N}, Node ${process.version})\n\n`)
 process.stdout.write(`| scenario | ${names.join(' | ')} |\n|${' --- |'.repeat(names.length + 1)}\n`)
 for (const r of rows) process.stdout.write(`| ${r.scenario} | ${names.map((n) => r[n] ?? '').join(' | ')} |\n`)

@@ -20,7 +20,7 @@ const { values: flags } = parseArgs({
     mode: { type: 'string' },
     /** Only the uncached phase (no second gateway with the response cache on). */
     uncached: { type: 'boolean', default: false },
-    /** More uncached gateways with other settings ("HOT_PATH=false;HOT_PATH=fetch"), measured in the same slices. */
+    /** More uncached gateways with other settings ("COMPRESS_MIN_BYTES=0;RESPONSE_CACHE_STALE_MS=0"), measured in the same slices. */
     compare: { type: 'string' },
   },
 })

@@ -171,18 +171,6 @@ const env = z.object({
   DB_PREPARED_STATEMENTS: optionalBool,
   RESPONSE_CACHE_TTL_MS: int(5000, 0, 3_600_000),
   RESPONSE_CACHE_STALE_MS: int(5000, 0, 3_600_000),
-  // true: from node:http; fetch: inside app.fetch behind @hono/node-server (to measure the adapter); false: off.
-  HOT_PATH: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      const s = (v ?? '').toLowerCase()
-      if (['', '1', 'true', 'yes', 'on'].includes(s)) return 'node' as const
-      if (['0', 'false', 'no', 'off'].includes(s)) return 'off' as const
-      if (s === 'fetch') return 'fetch' as const
-      ctx.addIssue({ code: 'custom', message: 'must be true, false or fetch' })
-      return z.NEVER
-    }),
   API_KEY_CACHE_TTL_MS: int(30_000, 0, 30_000),
   API_KEY_USAGE_FLUSH_MS: int(10_000, 100, 600_000),
   RESPONSE_CACHE_MAX_MB: int(64, 1, 65_536),
@@ -305,8 +293,6 @@ export interface Config {
    * entry is still answered while one background request refreshes it (0 = never).
    */
   responseCache: { ttlMs: number; staleMs: number; maxBytes: number }
-  /** Answer POST /graphql and the REST GET routes without Hono or Web Request objects (src/http/hot/; docs/adr/0004-hot-path.md). */
-  hotPath: 'node' | 'fetch' | 'off'
   /** A share-price move above this percent from the previous snapshot is a spike, left out of APY windows; 0 = never (src/vaults/performance.ts). */
   spikePct: number
   /** /v1/status and GraphQL `meta` report `stale` when the newest data is older than this (0 = never; decisions §10). */
@@ -422,7 +408,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     migrateOnStart: e.MIGRATE_ON_START ?? true,
     slowQueryMs: e.SLOW_QUERY_MS,
     responseCache: { ttlMs: e.RESPONSE_CACHE_TTL_MS, staleMs: e.RESPONSE_CACHE_STALE_MS, maxBytes: e.RESPONSE_CACHE_MAX_MB * 1024 * 1024 },
-    hotPath: e.HOT_PATH,
     spikePct: e.SPIKE_PCT,
     staleAfterMs: e.STALE_AFTER_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,

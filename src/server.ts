@@ -1,9 +1,7 @@
 import { createServer, maxHeaderSize, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
-import { createAdaptorServer } from '@hono/node-server'
 import type { App } from './app.js'
-import { nodeListener } from './http/hot/node.js'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/client.js'
 import type { DemoHints } from './demo/dataset.js'
@@ -107,11 +105,9 @@ async function readSources(file: string): Promise<SourcesConfig> {
  * over Node's limit, a malformed request line) get the standard error body and
  * `Connection: close`, not Node's bare status line.
  */
-export function createHttpServer(app: Pick<App, 'fetch'> & Partial<Pick<App, 'hot' | 'fetchGeneral' | 'config'>>): Server {
-  // The hot routes straight from node:http (docs/adr/0004-hot-path.md); everything else through
-  // @hono/node-server as before (HOT_PATH=fetch: the hot routes too, inside app.fetch).
-  const fromNode = app.hot && app.fetchGeneral && app.config?.hotPath !== 'fetch'
-  const server = fromNode ? createServer(nodeListener(app.hot!, app.fetchGeneral!)) : (createAdaptorServer({ fetch: app.fetch }) as Server)
+export function createHttpServer(app: Pick<App, 'listener'>): Server {
+  // Every request through the one pipeline (docs/adr/0005-one-pipeline.md), written from node:http.
+  const server = createServer(app.listener)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
       socket.destroy()

@@ -2,12 +2,12 @@ import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
 
 // Compression of large answers (GraphiQL's page is ~9 MB, the reference's Swagger UI bundle ~1.5 MB,
-// big GraphQL and REST answers): one policy around the whole app, after the routes and the early
-// answers (src/http/early-answers.ts), so every answer meets the same rule.
+// big GraphQL and REST answers): one policy for every answer, applied by the request
+// pipeline's `finish` (src/http/pipeline/finish.ts), so every answer meets the same rule.
 //
 // - Only answers of at least COMPRESS_MIN_BYTES (default 8 KiB; 0 turns compression off): below
 //   that the bytes saved do not pay for the CPU, and nothing changes on the hot path of small
-//   cached reads (their size is read without touching the body).
+//   cached reads (a text body's length bounds its size without counting bytes).
 // - The client's Accept-Encoding decides, with its q-values: br or gzip, br when both are equally
 //   welcome; `identity` (or nothing acceptable) gets the answer as it is.
 // - Never text/event-stream (a stream of events must reach the client as each is written) nor
@@ -57,19 +57,6 @@ export function chooseEncoding(header: string | null | undefined): Encoding | un
   return choice
 }
 
-/** @hono/node-server's own Response keeps a string or bytes body readable without a stream: its size costs nothing. */
-let bodyCache: symbol | undefined
-function knownBodySize(res: Response): number | undefined {
-  const length = res.headers.get('content-length')
-  if (length !== null && /^\d+$/.test(length)) return Number(length)
-  bodyCache ??= Object.getOwnPropertySymbols(res).find((s) => s.description === 'cache')
-  const cached = bodyCache && (res as unknown as Record<symbol, [number, unknown, unknown] | undefined>)[bodyCache]
-  const body = cached?.[1]
-  if (typeof body === 'string') return Buffer.byteLength(body)
-  if (body instanceof Uint8Array) return body.byteLength
-  return undefined
-}
-
 export async function compressBytes(body: Uint8Array, encoding: Encoding): Promise<Buffer> {
   return encoding === 'br' ? brotli(body, BROTLI_OPTIONS) : gzipAsync(body)
 }
@@ -91,81 +78,38 @@ function varyWithEncoding(vary: string | null | undefined): string | undefined {
   return /(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(vary) ? undefined : `${vary}, Accept-Encoding`
 }
 
-function addVary(headers: Headers) {
-  const vary = varyWithEncoding(headers.get('vary'))
-  if (vary) headers.set('Vary', vary)
-}
-
 const weak = (etag: string) => (etag.startsWith('W/') ? etag : `W/${etag}`)
 
-/** Wraps the app's fetch: answers of at least `minBytes` are compressed for clients that accept it (0 = never). */
-export function withCompression(
-  minBytes: number,
-  fetch: (request: Request, env?: unknown) => Promise<Response>,
-): (request: Request, env?: unknown) => Promise<Response> {
-  if (minBytes <= 0) return fetch
-  return async (request, env) => {
-    const res = await fetch(request, env)
-    if (!eligible(request.method, res.status, (name) => res.headers.get(name))) return res
-    const encoding = chooseEncoding(request.headers.get('accept-encoding'))
-    let size = knownBodySize(res)
-    if (size !== undefined && size < minBytes) return res
-    if (!encoding) {
-      // Identity: the body is left alone (never read for its size). A large one still says it
-      // varies; an answer of unknown size does not, which only keeps a cache from storing it twice.
-      if (size !== undefined) {
-        try {
-          addVary(res.headers)
-        } catch {
-          // immutable headers (a fetched response): served as it came
-        }
-      }
-      return res
-    }
-    if (!res.body) return res
-    // Size unknown (a stream) or large: the body is read (answers of these types are finite).
-    const bytes = new Uint8Array(await res.arrayBuffer())
-    size = bytes.byteLength
-    const headers = new Headers(res.headers)
-    if (size >= minBytes) addVary(headers)
-    if (size < minBytes) return new Response(bytes, { status: res.status, statusText: res.statusText, headers })
-    const compressed = await compressBytes(bytes, encoding)
-    headers.set('Content-Encoding', encoding)
-    headers.set('Content-Length', String(compressed.byteLength))
-    const etag = headers.get('etag')
-    if (etag) headers.set('ETag', weak(etag))
-    return new Response(new Uint8Array(compressed.buffer as ArrayBuffer, compressed.byteOffset, compressed.byteLength), {
-      status: res.status,
-      statusText: res.statusText,
-      headers,
-    })
-  }
-}
-
-/** The hot path's finished answer (src/http/hot/exchange.ts Answer): lowercase header names, text body. */
-interface TextAnswer {
+/** An answer known whole (src/http/pipeline/answer.ts): lowercase header names. */
+interface WholeAnswer {
   status: number
-  headers: Record<string, string>
+  headers: Record<string, string | string[]>
   body: string | Buffer | null
 }
 
 /**
- * The same rule for an answer of the hot path (docs/adr/0004-hot-path.md), which never becomes a
- * Web Response: compressed when large, compressible and welcome, with Vary and a weak ETag as above.
+ * Compresses an answer when it is large, compressible and welcome, with Vary and a weak ETag as
+ * above. The pipeline's `finish` (src/http/pipeline/finish.ts) calls it on every answer known whole.
  */
-export async function compressAnswer<A extends TextAnswer>(answer: A, method: string, acceptEncoding: string | undefined, minBytes: number): Promise<A> {
+export async function compressAnswer<A extends WholeAnswer>(answer: A, method: string, acceptEncoding: string | undefined, minBytes: number): Promise<A> {
   const h = answer.headers
-  if (minBytes <= 0 || typeof answer.body !== 'string' || !eligible(method, answer.status, (name) => h[name])) return answer
+  const one = (name: string) => {
+    const v = h[name]
+    return Array.isArray(v) ? v.join(', ') : v
+  }
+  if (minBytes <= 0 || answer.body === null || !eligible(method, answer.status, one)) return answer
   // Length in bytes is at least the length in UTF-16 units / 1 and at most 3×: skip the count when clearly small.
-  if (answer.body.length * 3 < minBytes) return answer
-  const bytes = Buffer.from(answer.body)
+  if (typeof answer.body === 'string' && answer.body.length * 3 < minBytes) return answer
+  const bytes = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body
   if (bytes.byteLength < minBytes) return answer
-  const vary = varyWithEncoding(h.vary)
+  const vary = varyWithEncoding(one('vary'))
   if (vary) h.vary = vary
   const encoding = chooseEncoding(acceptEncoding)
   if (!encoding) return answer
   const compressed = await compressBytes(bytes, encoding)
   h['content-encoding'] = encoding
-  if (h.etag) h.etag = weak(h.etag)
+  const etag = one('etag')
+  if (etag) h.etag = weak(etag)
+  if (h['content-length'] !== undefined) h['content-length'] = String(compressed.byteLength)
   return { ...answer, body: compressed }
 }

@@ -53,7 +53,7 @@ export function graphqlErrorResponse(c: HonoContext<AppEnv>, error: unknown): Re
   return c.json(graphqlErrorBody(app), app.status as ContentfulStatusCode)
 }
 
-/** The body of an error answered before Yoga runs, on every door of /graphql (src/http/hot/answer.ts too). */
+/** The body of an error answered before Yoga runs on /graphql (src/http/pipeline/finish.ts errorAnswer). */
 export const graphqlErrorBody = (app: AppError) => ({ errors: [{ message: app.message, extensions: { code: app.code } }] })
 
 /** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */

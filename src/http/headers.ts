@@ -5,9 +5,9 @@ import { rateLimitFields, type RateLimitState } from '../core/rate-limit.js'
 import type { AppEnv } from './env.js'
 
 // The one response-header policy of the gateway: security headers, the content security policy,
-// CORS, the client's RateLimit fields on successful public answers, and Data-As-Of on reads. `policyHeaders` computes them for an answer; the `responseHeaders` middleware puts
-// them on every answer the routes give, and the early answers (src/http/early-answers.ts) build
-// their headers from the same function, so both paths answer the same by construction.
+// CORS, the client's RateLimit fields on successful public answers, and Data-As-Of on reads. These
+// functions compute them; the request pipeline's `finish` (src/http/pipeline/finish.ts) is the one
+// place that puts them on an answer.
 
 /** The API answers JSON: nothing may be loaded, framed or submitted from it. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -143,28 +143,6 @@ export function withVary(vary: string | null | undefined, add: string): string {
     .map((n) => n.trim())
     .filter((n) => n && !listed.has(n.toLowerCase()))
   return missing.length === 0 ? vary : `${vary}, ${missing.join(', ')}`
-}
-
-/**
- * Puts policyHeaders on the finished answer, on its Headers object: setting them through the
- * context (or before the handler runs, as hono/cors does) makes Hono rebuild the handler's response
- * around a stream, which costs more than a cached read itself. What a route set itself wins, but
- * `Vary` accumulates.
- */
-export function responseHeaders(config: Pick<Config, 'cors'>): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    await next()
-    const headers = c.res.headers
-    const path = c.req.path
-    const keyManagement = isKeyPath(path) || c.get('keyManagement') === true
-    for (const [name, value] of Object.entries(policyHeaders(config.cors, path, c.req.header('origin') ?? null, headers.get('content-type'), keyManagement))) {
-      if (name === 'vary') headers.set(name, withVary(headers.get(name), value))
-      else if (!headers.has(name) || name.startsWith('access-control-') || name === 'cache-control') headers.set(name, value)
-    }
-    for (const [name, value] of Object.entries(dataAsOfHeaders(c.get('dataAsOf'), c.res.status))) headers.set(name, value)
-    const counted = c.get('counted')?.public
-    if (counted) for (const [name, value] of Object.entries(rateLimitHeaders(await counted.catch(() => null), c.res.status))) headers.set(name, value)
-  }
 }
 
 /** Answers CORS preflights (OPTIONS) on the public API and, for CORS_KEY_ORIGINS only, on key management. */

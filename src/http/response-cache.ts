@@ -1,11 +1,4 @@
-import type { Context as HonoContext } from 'hono'
 import { cacheLookups } from '../core/metrics.js'
-import type { AppEnv } from './env.js'
-import { Deadline, underDeadline } from '../core/deadlines.js'
-import type { RequestScope } from '../graphql/context.js'
-import type { OperationClass } from '../graphql/public-operations.js'
-import { beginRead, type DataUse } from '../freshness/answer.js'
-import type { Freshness } from '../freshness/status.js'
 
 // A process-local cache of whole response bodies for public vault reads (REST routes marked
 // `cache: public`, and GraphQL queries that only touch public types). Dashboards poll the same
@@ -27,7 +20,7 @@ export interface CachedResponse {
   contentType: string
   etag?: string
   cacheControl?: string
-  /** The route pattern that produced it (the early answers label their log line and metrics with it). */
+  /** The route pattern that produced it (a hit's log line and metrics are labelled with it). */
   route?: string
   /** A read's Data-As-Of when it was computed (src/http/headers.ts dataAsOfHeaders): a cached answer keeps it. */
   dataAsOf?: string | null
@@ -197,115 +190,4 @@ export class ResponseCache {
     this.#entries.delete(key)
     this.#bytes -= entry.size
   }
-}
-
-/** The cache key of a request URL: path and query string, without scheme and host. */
-export function pathAndQuery(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  return start === -1 ? '/' : url.slice(start)
-}
-
-/** The cache key of a POST /graphql body. */
-export const graphqlCacheKey = (accept: string | null | undefined, body: string) => `POST /graphql\n${accept ?? ''}\n${body}`
-
-/** Runs a /graphql request through Yoga: `request` carries the body; `scope` its id and deadline. */
-export type ExecuteGraphql = (request: Request, scope: RequestScope) => Promise<Response>
-
-/**
- * POST /graphql in front of Yoga: a public query whose exact body (and Accept header) was answered
- * within the TTL is served from memory (or, just after, while it is refreshed: see `load`);
- * anything else goes to Yoga unchanged. Only answers without errors are stored. The body is read
- * once (Hono keeps it for every later reader, the early answers included); Yoga gets a copy of the
- * request carrying it. A background refresh runs on a detached copy with a deadline of its own.
- */
-export function cachedGraphql(
-  cache: ResponseCache,
-  classOf: (query: string, operationName: string | undefined) => OperationClass,
-  execute: ExecuteGraphql,
-  freshness?: Freshness,
-): (c: HonoContext<AppEnv>) => Promise<Response> {
-  return async (c) => {
-    const scope = (data?: DataUse): RequestScope => ({ requestId: c.get('requestId'), deadline: c.get('deadline'), data, client: c.get('client') })
-    if (!(c.req.header('content-type') ?? '').includes('application/json')) {
-      // A body this handler does not read (a form post): what it selects is unknown, so it is
-      // answered as key management would be (no-store, no wildcard CORS).
-      c.set('keyManagement', true)
-      return execute(c.req.raw, scope())
-    }
-    const text = await c.req.text()
-    const forward = (data?: DataUse) =>
-      execute(new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text, signal: c.req.raw.signal }), scope(data))
-    let params: { query?: unknown; operationName?: unknown }
-    try {
-      params = JSON.parse(text) as typeof params
-    } catch {
-      return forward()
-    }
-    if (typeof params?.query !== 'string') return forward()
-    const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
-    if (kind.keyManagement) c.set('keyManagement', true)
-    /** Runs the operation for this caller; a read's Data-As-Of is that of the data it read (known once it ran). */
-    const answerOwn = async () => {
-      const data = await operationData(kind, freshness)
-      const response = await forward(data)
-      if (data) c.set('dataAsOf', data.header)
-      return response
-    }
-    if (!cache.enabled || !kind.public) return answerOwn()
-    const key = graphqlCacheKey(c.req.header('accept'), text)
-    // The first caller's own response, when it is not storable (it must still reach that caller).
-    let own: Response | undefined
-    let ownData: DataUse | undefined
-    const shared = await cache.load(key, async (background) => {
-      const data = await operationData(kind, freshness)
-      if (background) {
-        // Nobody waits for this answer: an error or a non-200 is dropped, never shared.
-        const detached = new Request(c.req.url, { method: 'POST', headers: c.req.raw.headers, body: text })
-        return underDeadline(c.get('deadline')?.detached() ?? Deadline.in(60_000), async (deadline) => {
-          const response = await execute(detached, { requestId: c.get('requestId'), deadline, data })
-          if (response.status !== 200) {
-            await response.body?.cancel().catch(() => {})
-            return undefined
-          }
-          const body = await response.text()
-          return body.includes('"errors":')
-            ? undefined
-            : { body, contentType: response.headers.get('content-type') ?? 'application/json', dataAsOf: data?.header }
-        })
-      }
-      ownData = data
-      const response = await forward(data)
-      if (response.status !== 200) {
-        own = response
-        return undefined
-      }
-      const body = await response.text()
-      const answer = { body, contentType: response.headers.get('content-type') ?? 'application/json', route: '/graphql', dataAsOf: data?.header }
-      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
-      if (body.includes('"errors":')) {
-        own = new Response(body, { status: 200, headers: response.headers })
-        return undefined
-      }
-      return answer
-    })
-    if (own) {
-      if (ownData) c.set('dataAsOf', ownData.header)
-      return own
-    }
-    if (shared) {
-      if (shared.dataAsOf !== undefined) c.set('dataAsOf', shared.dataAsOf)
-      return c.body(shared.body, 200, { 'Content-Type': shared.contentType })
-    }
-    return answerOwn()
-  }
-}
-
-/**
- * What a GraphQL operation's Data-As-Of is computed from (decisions §10): for a read, the record of
- * the data it reads with the times, taken before it runs and passed into its context (a failure to
- * read them fails the request: src/freshness/answer.ts); key management has none. The one rule for
- * this route, the hot path's (src/http/hot/graphql.ts) and GET /graphql's (src/app.ts).
- */
-export async function operationData(kind: OperationClass, freshness: Freshness | undefined): Promise<DataUse | undefined> {
-  return kind.read && !kind.keyManagement ? beginRead(freshness) : undefined
 }

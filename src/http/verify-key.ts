@@ -7,8 +7,7 @@ import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.
 import { bearerMatches } from './middleware/bearer.js'
 
 // POST /internal/v1/apiKey/verify, the order exchange's question "is this key good?": answered by
-// the early answers (src/http/early-answers.ts) when the request is plain, by the internal route
-// (src/http/routes/internal.ts) otherwise, with this one function.
+// the pipeline's verify step (src/http/pipeline/verify.ts) with this one function.
 
 /** The largest verify body read (a key is ~60 characters). */
 export const VERIFY_BODY_LIMIT = 4096

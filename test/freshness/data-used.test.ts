@@ -54,9 +54,8 @@ async function importAt(t: TestApp, doc: unknown, at: string) {
 
 type Fetch = (path: string, init?: RequestInit) => Promise<Response>
 const doors = (t: TestApp): [string, Fetch][] => [
-  // In process, app.fetch takes the hot path for the routes it serves (docs/adr/0004-hot-path.md).
-  ['hot path', (path, init) => t.app.fetch(new Request(`http://vaultgate.test${path}`, init))],
-  ['routes', (path, init) => t.app.fetchGeneral(new Request(`http://vaultgate.test${path}`, init))],
+  // One pipeline (docs/adr/0005-one-pipeline.md): the in-process adapter.
+  ['app.fetch', (path, init) => t.app.fetch(new Request(`http://vaultgate.test${path}`, init))],
 ]
 const postGraphql = (query: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
 

@@ -1,11 +1,12 @@
-import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppError } from '../../src/core/errors.js'
-import type { AppEnv } from '../../src/http/env.js'
-import { errorResponse } from '../../src/http/errors.js'
+import { type Answer, toResponse } from '../../src/http/pipeline/answer.js'
+import { fromRequest } from '../../src/http/pipeline/exchange.js'
+import { errorAnswer } from '../../src/http/pipeline/finish.js'
+import { ResponseCache } from '../../src/http/response-cache.js'
 import { z } from 'zod'
 import { segmentParam, textParam } from '../../src/rest/params.js'
-import { mountRoutes } from '../../src/rest/mount.js'
+import { restStep } from '../../src/rest/step.js'
 import { defineRoute } from '../../src/rest/route.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
@@ -35,17 +36,27 @@ const route = defineRoute({
 
 describe(`REST shim (${testBackend})`, () => {
   let t: TestApp
-  let app: Hono<AppEnv>
+  let step: ReturnType<typeof restStep>
+  const stepOf = (routes: (typeof route)[]) =>
+    restStep({ yoga: t.app.yoga, routes, cache: new ResponseCache(0, 1 << 20), who: t.config, admitted: async () => {} })
   beforeAll(async () => {
     t = await createTestApp()
     await insertVault('v1', { tvl: '12.50' })
-    app = new Hono<AppEnv>()
-    mountRoutes(app, t.app.yoga, [route, { ...route, path: '/private/:vault_id', cache: undefined }])
-    app.onError((err, c) => errorResponse(c, err))
+    step = stepOf([route, { ...route, path: '/private/:vault_id', cache: undefined }])
   })
   afterAll(() => t.close())
 
-  const get = (path: string, headers: Record<string, string> = {}) => app.request(path, { headers })
+  /** The step's answer to a request under /v1 (its errors as the pipeline answers them), without the rest of the pipeline. */
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const x = fromRequest(new Request(`http://vaultgate.test/v1${path}`, { headers }))
+    let answer: Answer
+    try {
+      answer = await step.answer(x)!
+    } catch (e) {
+      answer = errorAnswer(x, e)
+    }
+    return toResponse(answer)
+  }
 
   it('runs the document and reshapes the result, with an ETag and a short public cache lifetime', async () => {
     const res = await get('/probe/v1')
@@ -93,8 +104,6 @@ describe(`REST shim (${testBackend})`, () => {
   })
 
   it('refuses to mount a route whose path and declared parameters differ', () => {
-    expect(() => mountRoutes(new Hono<AppEnv>(), t.app.yoga, [{ ...route, path: '/probe/:id' }])).toThrow(
-      'REST route GET /probe/:id declares path parameters [vault_id]',
-    )
+    expect(() => stepOf([{ ...route, path: '/probe/:id' }])).toThrow('REST route GET /probe/:id declares path parameters [vault_id]')
   })
 })

@@ -137,7 +137,7 @@ builder.queryField('apiKeyEvents', (t) =>
     resolve: async (_root, args, ctx) => {
       const limit = checkPageSize(args.first, 'first')
       const { wallet } = await ctx.viewer()
-      // The REST shim (`rest` in Yoga's server context, src/rest/mount.ts) names its own parameter.
+      // The REST shim (`rest` in Yoga's server context, src/rest/step.ts) names its own parameter.
       const argument = (ctx as { rest?: boolean }).rest ? REST_CURSOR : GRAPHQL_AFTER
       const after = args.after === null || args.after === undefined ? null : decodeHistoryCursor(wallet, args.after, argument)
       const { entries, hasNextPage } = await keyHistory(wallet, ctx.now, after, limit)

@@ -39,11 +39,22 @@ export function requireBearer(
   guard?: { limits: RateLimits; who: ClientIdentityConfig; bucket: FailureBucket },
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
-    if (!bearerMatches(c.req.header('authorization'), token)) {
-      if (guard) await countFailure(guard.limits, guard.bucket, clientId(c, guard.who))
-      throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
-    }
+    await checkBearer(token, name, what, c.req.header('authorization'), guard && { ...guard, client: () => clientId(c, guard.who) })
     await next()
+  }
+}
+
+/** requireBearer's rule for one request (the pipeline's own routes call it: src/http/pipeline/verify.ts). */
+export async function checkBearer(
+  token: string | undefined,
+  name: string,
+  what: string,
+  authorization: string | undefined,
+  guard?: { limits: RateLimits; bucket: FailureBucket; client: () => string },
+): Promise<void> {
+  if (!token) throw new AppError('not_found', `${what} routes are disabled (${name} is not set).`)
+  if (!bearerMatches(authorization, token)) {
+    if (guard) await countFailure(guard.limits, guard.bucket, guard.client())
+    throw new AppError('unauthorized', `A valid ${what.toLowerCase()} token is required (Authorization: Bearer <${name}>).`)
   }
 }

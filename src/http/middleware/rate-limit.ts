@@ -1,9 +1,7 @@
-import type { Context as HonoContext, MiddlewareHandler } from 'hono'
+import type { Context as HonoContext } from 'hono'
 import type { Config } from '../../config.js'
 import { clientIdentity } from '../../core/client-address.js'
 import { commaList } from '../../core/formats.js'
-import type { Bucket, RateLimitState, RateLimits } from '../../core/rate-limit.js'
-import type { AppEnv } from '../env.js'
 
 /** What identifies a client to the per-IP limits (TRUST_PROXY, RATE_LIMIT_IPV6_PREFIX). */
 export type ClientIdentityConfig = Pick<Config, 'trustProxyHops' | 'ipv6Prefix'>
@@ -36,30 +34,4 @@ export function clientIdOf(forwardedFor: string | null | undefined, env: unknown
 
 export function clientId(c: HonoContext, who: ClientIdentityConfig): string {
   return clientIdOf(c.req.header('x-forwarded-for'), c.env, who)
-}
-
-/**
- * Counts the request once for `bucket`/`key`, however many layers ask (the early answers count a
- * cache hit's client, and a request they hand on to the routes must not be counted again).
- */
-export function countOnce(c: HonoContext<AppEnv>, limits: RateLimits, bucket: Bucket, key: string): Promise<RateLimitState | null> {
-  let counted = c.get('counted')
-  if (!counted) c.set('counted', (counted = {}))
-  let verdict = counted[bucket]
-  if (!verdict) {
-    verdict = limits.consume(bucket, key)
-    counted[bucket] = verdict
-    verdict.catch(() => {})
-  }
-  return verdict
-}
-
-/** Answers 429 `rate_limited` (with Retry-After) once the client IP is over its per-minute budget. */
-export function limitByClientIp(limits: RateLimits, who: ClientIdentityConfig): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const client = clientId(c, who)
-    c.set('client', client)
-    await countOnce(c, limits, 'public', client)
-    await next()
-  }
 }

@@ -2,7 +2,6 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
-import type { HotHandler } from '../../src/http/hot/exchange.js'
 import { importDocument } from '../../src/importer/write.js'
 import { createHttpServer } from '../../src/server.js'
 import { createTestApp } from '../support/app.js'
@@ -12,10 +11,10 @@ import { txDoc, vaultDoc } from '../support/wallet-data.js'
 import { cacheClearedSince } from '../support/eventually.js'
 import { jwksOf, signSession, startJwksServer, testKey } from '../support/jwt.js'
 
-// The hot path (src/http/hot/, src/rest/hot.ts; docs/adr/0004-hot-path.md) answers POST /graphql
-// and the REST reads from the socket, without Hono. A client must not be able to tell: the same
-// requests over real HTTP to a gateway with it and one without (HOT_PATH=false, everything through
-// Hono) get the same status, headers and body, with the same SQL statements.
+// One pipeline, two adapters (docs/adr/0005-one-pipeline.md): a request over real HTTP (the
+// node:http adapter writes the answer to the socket) and the same request given to app.fetch in
+// process (the Web adapter) get the same status, headers and body, with the same SQL statements.
+// Each side is a gateway of its own over the same database (each counts on its own limiter).
 
 const ALLOWED = 'https://dash.example'
 const W = '0x2222222222222222222222222222222222222222'
@@ -41,17 +40,6 @@ async function seen(response: Response) {
   return { status: response.status, headers, body }
 }
 
-/** Counts the requests a hot handler answered or gave back. */
-function counting(hot: HotHandler) {
-  const counter = { taken: 0 }
-  const handler: HotHandler = (x) => {
-    const out = hot(x)
-    if (out) counter.taken++
-    return out
-  }
-  return { handler, counter }
-}
-
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -64,30 +52,23 @@ function stop(server: Server) {
 
 async function setup(env: Record<string, string> = {}) {
   const t = await createTestApp({ CORS_ORIGINS: ALLOWED, RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', ...env })
-  const general: App = createApp({ config: t.config, db: t.db, hotPath: false })
-  await general.ready
-  const { handler, counter } = counting(t.app.hot!)
-  const hotServer = createHttpServer({ fetch: t.app.fetch, fetchGeneral: t.app.fetchGeneral, hot: handler })
-  const generalServer = createHttpServer(general)
-  const urls = { hot: await listen(hotServer), general: await listen(generalServer) }
-  const send = (base: string, r: Sent) => {
-    const headers = { ...r.headers }
-    return fetch(base + r.path, { method: r.method ?? 'GET', headers, body: r.body })
-  }
-  /** The same request to both gateways, hot first; each answer as seen, and the SQL each sent. */
+  const other: App = createApp({ config: t.config, db: t.db })
+  await other.ready
+  const server = createHttpServer(t.app)
+  const base = await listen(server)
+  const init = (r: Sent) => ({ method: r.method ?? 'GET', headers: { ...r.headers }, body: r.body })
+  /** The same request over HTTP, then in process; each answer as seen, and the SQL each sent. */
   const both = async (r: Sent) => {
-    const hot = await recordSql(async () => seen(await send(urls.hot, r)))
-    const routes = await recordSql(async () => seen(await send(urls.general, r)))
-    return { hot: hot.result, routes: routes.result, hotSql: hot.statements, routesSql: routes.statements }
+    const http = await recordSql(async () => seen(await fetch(base + r.path, init(r))))
+    const inProcess = await recordSql(async () => seen(await other.fetch(new Request(base + r.path, init(r)))))
+    return { http: http.result, inProcess: inProcess.result, httpSql: http.statements, inProcessSql: inProcess.statements }
   }
   return {
     t,
-    counter,
     both,
     close: async () => {
-      await stop(hotServer)
-      await stop(generalServer)
-      await general.close()
+      await stop(server)
+      await other.close()
       await t.close()
     },
   }
@@ -100,7 +81,7 @@ const gql = (body: unknown, headers: Record<string, string> = {}): Sent => ({
   body: typeof body === 'string' ? body : JSON.stringify(body),
 })
 
-describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
+describe(`over HTTP and in process, the same answers (${testBackend})`, () => {
   let s: Awaited<ReturnType<typeof setup>>
   beforeAll(async () => {
     s = await setup()
@@ -120,8 +101,8 @@ describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
   })
   afterAll(async () => s.close())
 
-  it('answers REST reads as the routes do: bodies, errors, ETags, 304, CORS, request ids', async () => {
-    const etag = (await s.both({ path: '/v1/vaults/hot-a' })).hot.headers.etag
+  it('answers REST reads the same: bodies, errors, ETags, 304, CORS, request ids', async () => {
+    const etag = (await s.both({ path: '/v1/vaults/hot-a' })).http.headers.etag
     expect(etag).toMatch(/^(W\/)?"/)
     const cases: Sent[] = [
       { path: '/v1/vaults/hot-a' },
@@ -143,22 +124,19 @@ describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
       { path: `/v1/users/${W}/redeems` },
       { path: '/v1/vaults/hot%2Da' },
     ]
-    const before = s.counter.taken
     for (const r of cases) {
-      const { hot, routes, hotSql, routesSql } = await s.both(r)
-      expect([r, hot]).toEqual([r, routes])
-      expect([r, hotSql]).toEqual([r, routesSql])
+      const { http, inProcess, httpSql, inProcessSql } = await s.both(r)
+      expect([r, http]).toEqual([r, inProcess])
+      expect([r, httpSql]).toEqual([r, inProcessSql])
     }
-    // Every case but the percent-encoded path was the hot path's.
-    expect(s.counter.taken - before).toBe(cases.length - 1)
     // The next page, by the cursor the first page gave.
-    const first = JSON.parse((await s.both({ path: `/v1/users/${W}/vaults/hot-a/transactions?limit=3` })).hot.body) as { next_cursor: string }
+    const first = JSON.parse((await s.both({ path: `/v1/users/${W}/vaults/hot-a/transactions?limit=3` })).http.body) as { next_cursor: string }
     const next = await s.both({ path: `/v1/users/${W}/vaults/hot-a/transactions?limit=3&cursor=${first.next_cursor}` })
-    expect(next.hot).toEqual(next.routes)
-    expect(JSON.parse(next.hot.body).items).toHaveLength(3)
+    expect(next.http).toEqual(next.inProcess)
+    expect(JSON.parse(next.http.body).items).toHaveLength(3)
   })
 
-  it('answers POST /graphql as Yoga behind Hono does: data, request errors, statuses by Accept, key management', async () => {
+  it('answers POST /graphql the same: data, request errors, statuses by Accept, key management', async () => {
     const accepts = [undefined, 'application/graphql-response+json', 'application/json', '*/*', 'application/xml']
     const documents: unknown[] = [
       { query: VAULT, variables: { id: 'hot-a' }, operationName: 'HotVault' },
@@ -171,14 +149,13 @@ describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
       { query: 'mutation { createApiKey(label: "x") { apiKey } }' },
       { query: '{ myApiKeys { id } }' },
       { query: '{ __schema { types { name } } }' },
-      // Given back to the routes: not GraphQL params Yoga takes as they are.
+      // Not GraphQL params Yoga takes as they are: Yoga refuses them in its own words.
       { variables: {} },
       { query: VAULT, other: 1 },
       [{ query: VAULT }],
       'null',
       '{"query": ',
     ]
-    const before = s.counter.taken
     for (const accept of accepts) {
       for (const document of documents) {
         for (const origin of [undefined, ALLOWED]) {
@@ -186,22 +163,19 @@ describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
           if (accept) headers.accept = accept
           if (origin) headers.origin = origin
           const r = gql(document, headers)
-          const { hot, routes, hotSql, routesSql } = await s.both(r)
-          expect([r, hot]).toEqual([r, routes])
-          expect([r, hotSql]).toEqual([r, routesSql])
+          const { http, inProcess, httpSql, inProcessSql } = await s.both(r)
+          expect([r, http]).toEqual([r, inProcess])
+          expect([r, httpSql]).toEqual([r, inProcessSql])
         }
       }
     }
-    // All taken up by the hot path (the last five documents given back to the routes with their body).
-    expect(s.counter.taken - before).toBe(accepts.length * documents.length * 2)
-    const { hot } = await s.both(gql({ query: VAULT, variables: { id: 'hot-a' } }, { accept: 'application/graphql-response+json' }))
-    expect(hot.status).toBe(200)
-    expect(JSON.parse(hot.body).data.vault).toMatchObject({ id: 'hot-a', name: 'Hot A', tvl: '12.5' })
-    expect(hot.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8')
+    const { http } = await s.both(gql({ query: VAULT, variables: { id: 'hot-a' } }, { accept: 'application/graphql-response+json' }))
+    expect(http.status).toBe(200)
+    expect(JSON.parse(http.body).data.vault).toMatchObject({ id: 'hot-a', name: 'Hot A', tvl: '12.5' })
+    expect(http.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8')
   })
 
-  it('leaves what it does not answer to the routes untouched', async () => {
-    const before = s.counter.taken
+  it('answers event streams, form posts, GET, preflights, key management and probes the same', async () => {
     const cases: Sent[] = [
       gql({ query: VAULT, variables: { id: 'hot-a' } }, { accept: 'text/event-stream' }),
       { method: 'POST', path: '/graphql', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'query=%7B__typename%7D' },
@@ -211,15 +185,14 @@ describe(`hot path against the routes, over HTTP (${testBackend})`, () => {
       { path: '/healthz' },
     ]
     for (const r of cases) {
-      const { hot, routes } = await s.both(r)
-      expect([r, hot.status, hot.headers['content-type']]).toEqual([r, routes.status, routes.headers['content-type']])
+      const { http, inProcess } = await s.both(r)
+      expect([r, http.status, http.headers['content-type']]).toEqual([r, inProcess.status, inProcess.headers['content-type']])
     }
-    expect(s.counter.taken).toBe(before)
   })
 })
 
-describe(`hot path and rate limits (${testBackend})`, () => {
-  it('answers the routes’ 429 past the limit, counted once, with a read body', async () => {
+describe(`both adapters and rate limits (${testBackend})`, () => {
+  it('answers 429 past the limit, counted once, with a read body', async () => {
     const s = await setup({ RATE_LIMIT_PUBLIC_PER_MINUTE: '2' })
     try {
       await importDocument({ vaults: [vaultDoc('hot-limit', { name: 'Limit' })] })
@@ -227,21 +200,21 @@ describe(`hot path and rate limits (${testBackend})`, () => {
       const graphql = gql({ query: 'mutation { createApiKey(label: "x") { apiKey } }' }, { origin: ALLOWED })
       const answers = []
       for (const r of [rest, graphql, rest, graphql]) {
-        const { hot, routes } = await s.both(r)
-        expect(hot).toEqual(routes)
-        answers.push(hot.status)
+        const { http, inProcess } = await s.both(r)
+        expect(http).toEqual(inProcess)
+        answers.push(http.status)
       }
       // The mutation without a wallet session: a GraphQL error in a 200 (Accept */*), then both refused.
       expect(answers).toEqual([200, 200, 429, 429])
-      const { hot } = await s.both(graphql)
-      expect(hot.headers['cache-control']).toBe('no-store')
-      expect(hot.headers['retry-after']).toMatch(/^\d+$/)
+      const { http } = await s.both(graphql)
+      expect(http.headers['cache-control']).toBe('no-store')
+      expect(http.headers['retry-after']).toMatch(/^\d+$/)
     } finally {
       await s.close()
     }
   })
 
-  it('refuses wrong wallet-session tokens past their budget as the routes do, and serves the right one from the same address', async () => {
+  it('refuses wrong wallet-session tokens past their budget, and serves the right one from the same address', async () => {
     const es = await testKey('ES256', 'es-1')
     const jwks = await startJwksServer(jwksOf(es))
     const s = await setup({ AUTH_JWKS_URL: jwks.url, RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '2' })
@@ -250,19 +223,17 @@ describe(`hot path and rate limits (${testBackend})`, () => {
       const valid = await signSession(es, { wallets: [W] })
       const forged = `${valid.slice(0, -8)}AAAAAAAA`
       const ask = (token: string) => gql({ query: '{ apiKey { id } }' }, { authorization: `Bearer ${token}` })
-      const before = s.counter.taken
       const codes = []
       for (let i = 0; i < 3; i++) {
         // Each gateway counts on its own limiter: both see the same three wrong tokens.
-        const { hot, routes } = await s.both(ask(forged))
-        expect(hot).toEqual(routes)
-        codes.push(JSON.parse(hot.body).errors.map((e: { extensions: { code: string } }) => e.extensions.code))
+        const { http, inProcess } = await s.both(ask(forged))
+        expect(http).toEqual(inProcess)
+        codes.push(JSON.parse(http.body).errors.map((e: { extensions: { code: string } }) => e.extensions.code))
       }
       expect(codes).toEqual([['unauthorized'], ['unauthorized'], ['rate_limited']])
-      const { hot, routes } = await s.both(ask(valid))
-      expect(hot).toEqual(routes)
-      expect([hot.status, JSON.parse(hot.body)]).toEqual([200, { data: { apiKey: null } }])
-      expect(s.counter.taken - before).toBe(4)
+      const { http, inProcess } = await s.both(ask(valid))
+      expect(http).toEqual(inProcess)
+      expect([http.status, JSON.parse(http.body)]).toEqual([200, { data: { apiKey: null } }])
     } finally {
       await s.close()
       await jwks.close()
@@ -270,8 +241,8 @@ describe(`hot path and rate limits (${testBackend})`, () => {
   })
 })
 
-describe(`hot path with the response cache on (${testBackend})`, () => {
-  it('answers private queries itself and leaves public ones to the cache, as the routes answer them', async () => {
+describe(`both adapters with the response cache on (${testBackend})`, () => {
+  it('answers public queries from the cache and private ones each time, the same', async () => {
     const s = await setup({ RESPONSE_CACHE_TTL_MS: '60000' })
     try {
       const generation = s.t.app.responseCache.ticket()
@@ -282,7 +253,6 @@ describe(`hot path with the response cache on (${testBackend})`, () => {
         ],
       })
       await cacheClearedSince(s.t.app.responseCache, generation)
-      const before = s.counter.taken
       const publicQuery = gql({ query: VAULT, variables: { id: 'hot-c' } })
       const privateQuery = gql({ query: `{ user(address: "${W}") { positions { vaultId shareBalance } } }` })
       const cases: Sent[] = [
@@ -294,14 +264,12 @@ describe(`hot path with the response cache on (${testBackend})`, () => {
         { path: `/v1/users/${W}/redeems` },
       ]
       for (const r of cases) {
-        const { hot, routes, hotSql, routesSql } = await s.both(r)
-        expect([r, hot]).toEqual([r, routes])
-        expect([r, hotSql]).toEqual([r, routesSql])
+        const { http, inProcess, httpSql, inProcessSql } = await s.both(r)
+        expect([r, http]).toEqual([r, inProcess])
+        expect([r, httpSql]).toEqual([r, inProcessSql])
       }
-      // The second public query and the second REST read were hits (no SQL) on both gateways.
-      expect((await s.both(publicQuery)).hotSql).toEqual([])
-      // Taken up: the public queries (given back unread by the cache's rules), the private query, the wallet read.
-      expect(s.counter.taken - before).toBe(5)
+      // The second public query and the second REST read were hits (no SQL) on both adapters.
+      expect((await s.both(publicQuery)).httpSql).toEqual([])
     } finally {
       await s.close()
     }

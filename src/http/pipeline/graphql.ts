@@ -1,0 +1,276 @@
+import type { ExecutionResult } from 'graphql'
+import { createGraphQLError, processRegularResult } from 'graphql-yoga'
+import type { Config } from '../../config.js'
+import { clientClosedRequest, Deadline, underDeadline } from '../../core/deadlines.js'
+import { isGraphQLError } from '../../core/errors.js'
+import type { DataUse } from '../../freshness/answer.js'
+import type { Freshness } from '../../freshness/status.js'
+import type { RequestScope } from '../../graphql/context.js'
+import { maskError } from '../../graphql/errors.js'
+import type { OperationClass } from '../../graphql/public-operations.js'
+import type { Yoga } from '../../graphql/yoga.js'
+import { beginRead } from '../../freshness/answer.js'
+import type { CachedResponse, ResponseCache } from '../response-cache.js'
+import { type Answer, answerOf, type BodyAnswer, isStream } from './answer.js'
+import type { Exchange } from './exchange.js'
+import { type EventStreams, type Place, wantsEventStream } from './streams.js'
+
+// /graphql (GET and POST), one handler (docs/adr/0005-one-pipeline.md): the body is read and
+// parsed once, the operation classified once (public, key management, read, subscription:
+// src/graphql/public-operations.ts), a public query looked up in the response cache (one
+// computation per key at a time), and Yoga run through its public API:
+// - a JSON POST of plain GraphQL params that wants JSON: `getResultForParams` (Yoga's params
+//   check, its envelop plugins: parse and validation caches, graphql-armor, the cost limit, the
+//   deadline, error masking, the response rules) and Yoga's own `processRegularResult` (the
+//   GraphQL-over-HTTP statuses and the serialisation without internal extensions);
+// - anything else (GET, a form post, an event stream, GraphiQL's page, a body Yoga must refuse in
+//   its own words): `yoga.fetch`, whose answer may be a stream (a subscription, held within
+//   SUBSCRIPTIONS_MAX by src/http/pipeline/streams.ts).
+
+type Params = { query: string; variables?: Record<string, unknown> | null; operationName?: string | null; extensions?: Record<string, unknown> | null }
+
+/** What Yoga's result processor builds, captured instead of a Web Response (its `fetchAPI` argument). */
+class Captured {
+  constructor(
+    readonly body: string | null,
+    readonly init: { status?: number; headers?: Record<string, string> } = {},
+  ) {}
+}
+const CAPTURE = { Response: Captured } as unknown as Parameters<typeof processRegularResult>[1]
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const optional = (v: unknown, kind: 'string' | 'object') => v === undefined || v === null || (kind === 'string' ? typeof v === 'string' : isObject(v))
+
+/** Params Yoga takes without a complaint (its useCheckGraphQLQueryParams); any other body is Yoga's to refuse. */
+function plainParams(body: unknown): body is Params {
+  if (!isObject(body) || typeof body.query !== 'string') return false
+  for (const key in body) if (key !== 'query' && key !== 'variables' && key !== 'operationName' && key !== 'extensions') return false
+  return optional(body.variables, 'object') && optional(body.operationName, 'string') && optional(body.extensions, 'object')
+}
+
+/** The first media type of a Content-Type, as Yoga's isPOSTJsonRequest matches it. */
+export function jsonContentType(value: string | undefined): boolean {
+  const first = value?.split(',')[0]
+  return first === 'application/json' || first?.startsWith('application/json;') === true
+}
+
+/** Accept values another processor (SSE, multipart) or page (GraphiQL) may answer: Yoga's own HTTP handling. */
+const STREAMING_OR_PAGE = /text\/event-stream|multipart\/mixed|text\/html/i
+
+const REGULAR = ['application/graphql-response+json', 'application/json']
+
+/**
+ * The media type Yoga's regular result processor answers an Accept header with (graphql-yoga's
+ * useResultProcessors: the earliest listed type that matches, application/json on a tie), or
+ * undefined when it would answer none.
+ */
+export function regularMediaType(accept: string | undefined): string | undefined {
+  for (const part of (accept || '*/*').replace(/\s/g, '').toLowerCase().split(',')) {
+    const [type, ...params] = part.split(';')
+    if (!type) continue
+    const charset = params.find((p) => p.includes('charset=')) ?? 'charset=utf-8'
+    if (charset !== 'charset=utf-8') continue
+    const [pre, suf] = type.split('/')
+    let chosen: string | undefined
+    for (const media of REGULAR) {
+      const [mPre, mSuf] = media.split('/')
+      if ((pre === '*' || pre === mPre) && (suf === '*' || suf === mSuf)) chosen = media
+    }
+    if (chosen) return chosen
+  }
+  return undefined
+}
+
+/** What a 406 without a body of Yoga's becomes. */
+const NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [
+      {
+        message: 'Accept application/graphql-response+json or application/json (GraphiQL is turned off on this server).',
+        extensions: { code: 'bad_request' },
+      },
+    ],
+  }),
+  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+}
+
+/** A subscription asked for with an Accept header that excludes event streams (docs/push.md). */
+const SUBSCRIPTION_NOT_ACCEPTABLE = {
+  body: JSON.stringify({
+    errors: [{ message: 'A subscription is answered as Server-Sent Events: send Accept: text/event-stream.', extensions: { code: 'bad_request' } }],
+  }),
+  headers: NOT_ACCEPTABLE.headers,
+}
+
+/** Yoga answers a request whose Accept allows nothing it serves with an empty 406: this says what to accept. */
+function explainNotAcceptable(answer: Answer): Answer {
+  if (answer.status !== 406 || answer.headers['content-type'] !== undefined) return answer
+  // Yoga's `accept` lists what it could have answered: for a subscription, an event stream only.
+  const could = String(answer.headers.accept ?? '')
+  const explained = could.includes('text/event-stream') && !could.includes('json') ? SUBSCRIPTION_NOT_ACCEPTABLE : NOT_ACCEPTABLE
+  return { status: 406, headers: { ...answer.headers, ...explained.headers }, body: explained.body }
+}
+
+/** Yoga's handling of an execution that threw (graphql-yoga's handleError), with this gateway's masking (src/graphql/errors.ts). */
+function errorsOf(error: unknown) {
+  if (typeof error === 'object' && error?.constructor?.name === 'DOMException') return []
+  const masked = maskError(error)
+  return [isGraphQLError(masked) ? masked : createGraphQLError(masked.message, { originalError: masked })]
+}
+
+/** The cache key of a POST /graphql body. */
+export const graphqlCacheKey = (accept: string | null | undefined, body: string) => `POST /graphql\n${accept ?? ''}\n${body}`
+
+/**
+ * What a GraphQL operation's Data-As-Of is computed from (decisions §10): for a read, the record of
+ * the data it reads with the times, taken before it runs and passed into its context (a failure to
+ * read them fails the request: src/freshness/answer.ts); key management has none.
+ */
+export async function operationData(kind: OperationClass, freshness: Freshness | undefined): Promise<DataUse | undefined> {
+  return kind.read && !kind.keyManagement ? beginRead(freshness) : undefined
+}
+
+export interface GraphqlStep {
+  config: Pick<Config, 'trustProxyHops' | 'ipv6Prefix'>
+  yoga: Yoga
+  cache: ResponseCache
+  classOf: (query: string, operationName: string | undefined) => OperationClass
+  freshness?: Freshness
+  streams: EventStreams
+  /** The client's public count (taken by `admit`): throws the refusal when it is over its limit. */
+  admitted: (x: Exchange) => Promise<void>
+}
+
+export function graphqlStep({ config, yoga, cache, classOf, freshness, streams, admitted }: GraphqlStep): (x: Exchange) => Promise<Answer> {
+  const scopeOf = (x: Exchange, data?: DataUse): RequestScope => ({ requestId: x.requestId, deadline: x.deadline, data, client: x.clientId(config) })
+
+  /** Runs plain params through Yoga's execution and its regular result processor. */
+  async function execute(request: Request, params: Params, mediaType: string, scope: RequestScope): Promise<BodyAnswer> {
+    let result: ExecutionResult
+    try {
+      result = (await yoga.getResultForParams({ params: params as Parameters<Yoga['getResultForParams']>[0]['params'], request }, scope)) as ExecutionResult
+    } catch (e) {
+      if (scope.deadline?.clientGone) throw clientClosedRequest()
+      result = { errors: errorsOf(e) }
+    }
+    const captured = (await processRegularResult(result, CAPTURE, mediaType)) as unknown as Captured
+    const headers: Record<string, string> = {}
+    const own = captured.init.headers ?? {}
+    for (const name in own) headers[name.toLowerCase()] = own[name]!
+    return explainNotAcceptable({ status: captured.init.status ?? 200, headers, body: captured.body }) as BodyAnswer
+  }
+
+  /** Through Yoga's own HTTP handling (`yoga.fetch`): GET, form posts, event streams, GraphiQL, bodies Yoga refuses. */
+  async function viaYoga(x: Exchange, kind: OperationClass | undefined): Promise<Answer> {
+    await admitted(x)
+    // Asked for by Accept: the place is taken before the operation runs, so concurrent requests
+    // cannot overshoot. A subscription sent with Accept */* (curl's default) is answered with a
+    // stream too: its place is taken once the answer says so.
+    let place: Place | undefined = wantsEventStream(x.header('accept')) ? streams.admit(x.clientId(config)) : undefined
+    let answer: Answer
+    try {
+      // A read's Data-As-Of (decisions §10) is that of the data it read; GraphiQL's page (no query) is not a read.
+      const data = kind ? await operationData(kind, freshness) : undefined
+      answer = explainNotAcceptable(await answerOf(await yoga.fetch(await x.web(), scopeOf(x, data))))
+      if (data) x.dataAsOf = data.header
+    } catch (e) {
+      place?.release()
+      throw e
+    }
+    if (!isStream(answer) || !String(answer.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      place?.release()
+      return answer
+    }
+    if (!place) {
+      try {
+        place = streams.admit(x.clientId(config))
+      } catch (e) {
+        await answer.stream.cancel().catch(() => {})
+        throw e
+      }
+    }
+    return streams.track(answer, place)
+  }
+
+  /** A JSON POST: parsed and classified once, then from the cache, or executed. */
+  async function post(x: Exchange): Promise<Answer> {
+    const text = await x.text()
+    let params: unknown
+    try {
+      params = JSON.parse(text)
+    } catch {
+      return viaYoga(x, undefined)
+    }
+    if (!plainParams(params)) {
+      const { query, operationName } = (isObject(params) ? params : {}) as { query?: unknown; operationName?: unknown }
+      // Yoga refuses it in its own words; what it would select decides the header policy.
+      if (typeof query === 'string') x.keyManagement = classOf(query, typeof operationName === 'string' ? operationName : undefined).keyManagement
+      return viaYoga(x, undefined)
+    }
+    const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
+    x.keyManagement = kind.keyManagement
+    const accept = x.header('accept')
+    const mediaType = STREAMING_OR_PAGE.test(accept ?? '') ? undefined : regularMediaType(accept)
+    // A subscription is an event stream whatever its Accept header (docs/push.md).
+    if (kind.subscription || !mediaType) return viaYoga(x, kind)
+    await admitted(x)
+    /** This caller's own answer; a read's Data-As-Of is that of the data it read. */
+    const own = async (): Promise<Answer> => {
+      const data = await operationData(kind, freshness)
+      const answer = await execute(x.request, params as Params, mediaType, scopeOf(x, data))
+      if (data) x.dataAsOf = data.header
+      return answer
+    }
+    if (!kind.public || !cache.enabled) return own()
+    // The first caller's own answer, when it is not storable (it must still reach that caller).
+    let unshared: Answer | undefined
+    let unsharedData: DataUse | undefined
+    const shared = await cache.load(graphqlCacheKey(accept, text), async (background): Promise<CachedResponse | undefined> => {
+      const data = await operationData(kind, freshness)
+      if (background) {
+        // Nobody waits for this answer: it may outlive this request, so it runs with a deadline of
+        // its own and no client signal; an error or a non-200 is dropped, never shared.
+        const detached = new Request(x.url, { method: 'POST', headers: { accept: accept ?? '*/*', 'content-type': 'application/json' } })
+        return underDeadline(x.deadline?.detached() ?? Deadline.in(60_000), async (deadline) => {
+          const a = await execute(detached, params as Params, mediaType, { requestId: x.requestId, deadline, data })
+          const body = typeof a.body === 'string' ? a.body : ''
+          return a.status !== 200 || body.includes('"errors":') ? undefined : { body, contentType: String(a.headers['content-type']), dataAsOf: data?.header }
+        })
+      }
+      unsharedData = data
+      const a = await execute(x.request, params as Params, mediaType, scopeOf(x, data))
+      const body = typeof a.body === 'string' ? a.body : ''
+      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
+      if (a.status !== 200 || body.includes('"errors":')) {
+        unshared = a
+        return undefined
+      }
+      return { body, contentType: String(a.headers['content-type']), route: '/graphql', dataAsOf: data?.header }
+    })
+    if (unshared) {
+      if (unsharedData) x.dataAsOf = unsharedData.header
+      return unshared
+    }
+    if (shared) {
+      if (shared.dataAsOf !== undefined) x.dataAsOf = shared.dataAsOf
+      return { status: 200, headers: { 'content-type': shared.contentType }, body: shared.body }
+    }
+    return own()
+  }
+
+  return (x) => {
+    x.route = '/graphql'
+    if (x.method === 'POST') {
+      if (jsonContentType(x.header('content-type'))) return post(x)
+      // A body not read here (a form post): what it selects is unknown, so it is answered as key
+      // management would be (no-store, no wildcard CORS).
+      x.keyManagement = true
+      return viaYoga(x, undefined)
+    }
+    const url = new URL(x.url)
+    const query = url.searchParams.get('query')
+    const kind = query === null ? undefined : classOf(query, url.searchParams.get('operationName') ?? undefined)
+    x.keyManagement = kind?.keyManagement ?? false
+    return viaYoga(x, x.method === 'GET' ? kind : undefined)
+  }
+}

@@ -1,0 +1,155 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Config } from '../../config.js'
+import { Deadline } from '../../core/deadlines.js'
+import { AppError } from '../../core/errors.js'
+import { logger } from '../../core/log.js'
+import type { RateLimits } from '../../core/rate-limit.js'
+import { notModified } from '../etag.js'
+import type { CachedResponse, ResponseCache } from '../response-cache.js'
+import { type Answer, type BodyAnswer, toResponse, writeAnswer } from './answer.js'
+import { type Exchange, fromNode, fromRequest } from './exchange.js'
+import { errorAnswer, finisher } from './finish.js'
+import { graphqlCacheKey, jsonContentType } from './graphql.js'
+
+// The one request pipeline (docs/adr/0005-one-pipeline.md). Every request, from a socket or from
+// app.fetch, becomes one Exchange and meets the same steps in the same order:
+//
+//   identify  its id and start time                        (the Exchange: src/http/pipeline/exchange.ts)
+//   admit     on the API paths: body bound, per-IP count,   (`admit` below)
+//             deadline
+//   cache     a public read answered from memory            (`cached` below)
+//   route     /graphql, the /v1 table, the key              (src/http/pipeline/graphql.ts, src/rest/step.ts,
+//             verification, else the long tail (Hono)        verify.ts, long-tail.ts)
+//   finish    header policy, RateLimit, Data-As-Of,         (src/http/pipeline/finish.ts)
+//             X-Request-Id, compression, log line, metrics
+//
+// The adapters only convert: `fetch` a Web Request in and a Response out, `listener` a node:http
+// request in and the answer written to its socket.
+
+/** A route step: the answer to a request that is its own; undefined for one that is not (nothing read). */
+export type Route = (x: Exchange) => Promise<Answer> | undefined
+
+export interface Pipeline {
+  /** A Web Request (tests, embedders; `env`: @hono/node-server's bindings, if any). */
+  fetch(request: Request, env?: unknown): Promise<Response>
+  /** The node:http request listener (src/server.ts). */
+  listener(req: IncomingMessage, res: ServerResponse): void
+}
+
+/** Paths under the public API's admission rules (body bound, per-IP count, deadline). */
+const isApiPath = (path: string) => path === '/graphql' || path.startsWith('/v1/')
+
+export function createPipeline({
+  config,
+  limits,
+  cache,
+  routes,
+}: {
+  config: Pick<Config, 'cors' | 'compressMinBytes' | 'requests' | 'trustProxyHops' | 'ipv6Prefix'>
+  limits: RateLimits
+  cache: ResponseCache
+  /** In order: the first that takes the request answers it; the last takes every request. */
+  routes: Route[]
+}): { handle(x: Exchange): Promise<Answer>; pipeline: Pipeline } {
+  const finish = finisher(config)
+
+  /** admit: on the API paths, the body bound, the client's count (awaited by the step that answers: `admitted`) and a deadline. */
+  function admit(x: Exchange): void {
+    if (!isApiPath(x.path) || x.method === 'OPTIONS') return
+    x.bodyLimit = config.requests.bodyLimitBytes
+    const length = x.header('content-length')
+    const verdict = limits.consume('public', x.clientId(config))
+    verdict.catch(() => {})
+    x.counted.public = verdict
+    x.deadline = Deadline.in(config.requests.timeoutMs, x.client)
+    // Announced over the bound: refused before a byte of it is read (a chunked one, once it passes it: Exchange.text).
+    if (length !== undefined && x.header('transfer-encoding') === undefined && /^\d+$/.test(length) && Number(length) > x.bodyLimit)
+      throw new AppError('bad_request', `The request body is larger than ${x.bodyLimit} bytes.`)
+  }
+
+  /** cache: a public read answered from memory, after the client's count (an over-limit client gets its 429). */
+  async function cached(x: Exchange): Promise<Answer | undefined> {
+    if (!cache.enabled) return undefined
+    if (x.method === 'GET' && x.path.startsWith('/v1/')) {
+      const entry = cache.hit(`GET ${x.target}`)
+      if (!entry?.route) return undefined
+      x.route = entry.route
+      await admitted(x)
+      return publicFromCache(x, entry)
+    }
+    if (x.method === 'POST' && x.path === '/graphql' && jsonContentType(x.header('content-type'))) {
+      x.route = '/graphql'
+      const entry = cache.hit(graphqlCacheKey(x.header('accept'), await x.text()))
+      if (!entry) return undefined
+      x.keyManagement = false
+      await admitted(x)
+      if (entry.dataAsOf !== undefined) x.dataAsOf = entry.dataAsOf
+      return { status: 200, headers: { 'content-type': entry.contentType }, body: entry.body }
+    }
+    return undefined
+  }
+
+  /** route: the first step that takes the request. */
+  function route(x: Exchange): Promise<Answer> {
+    for (const r of routes) {
+      const answer = r(x)
+      if (answer) return answer
+    }
+    throw new Error(`No route took ${x.method} ${x.path}: the long tail must be last.`)
+  }
+
+  async function handle(x: Exchange): Promise<Answer> {
+    let answer: Answer
+    try {
+      admit(x)
+      answer = (await cached(x)) ?? (await route(x))
+    } catch (e) {
+      answer = errorAnswer(x, e)
+    } finally {
+      x.deadline?.end()
+    }
+    return finish(x, answer)
+  }
+
+  return {
+    handle,
+    pipeline: {
+      fetch: async (request, env) => toResponse(await handle(fromRequest(request, env))),
+      listener: (req, res) => {
+        const x = fromNode(req, res)
+        handle(x)
+          .then((answer) => writeAnswer(res, answer))
+          .catch((err: unknown) => {
+            // Every step's failure is an answer; this is a failure to write (the client gone, typically).
+            if (!res.destroyed) logger.warn({ err }, 'writing an answer failed')
+            res.destroy()
+          })
+      },
+    },
+  }
+}
+
+/** The client's public count, taken by `admit`: its refusal (over the limit, or the limiter failed) is thrown here. */
+export async function admitted(x: Exchange): Promise<void> {
+  await x.counted.public
+}
+
+/** A cached REST answer: its ETag, its shared-cache lifetime, and 304 when the client has it already. */
+function publicFromCache(x: Exchange, entry: CachedResponse): BodyAnswer {
+  if (!entry.etag) {
+    if (entry.dataAsOf !== undefined) x.dataAsOf = entry.dataAsOf
+    return { status: 200, headers: { 'content-type': entry.contentType }, body: entry.body }
+  }
+  return publicAnswer(x, entry)
+}
+
+/** A public REST answer (an ETag and `cacheControl`): 304 when the client has it already. */
+export function publicAnswer(x: Exchange, r: CachedResponse): BodyAnswer {
+  if (r.dataAsOf !== undefined) x.dataAsOf = r.dataAsOf
+  const current = notModified(x.header('if-none-match'), r.etag!)
+  return {
+    status: current ? 304 : 200,
+    headers: { 'content-type': r.contentType, etag: r.etag!, 'cache-control': r.cacheControl! },
+    body: current || x.method === 'HEAD' ? null : r.body,
+  }
+}
