@@ -158,7 +158,7 @@ for (const s of list) {
   // Two alternating passes; the lower of each layer's two (the machine is shared).
   for (let pass = 0; pass < 2; pass++) {
     for (const [name, op] of layers) {
-      if ((flags.layers && !flags.layers.split(',').includes(name))) continue
+      if (flags.layers && !flags.layers.split(',').includes(name)) continue
       const us = await cpuPerOp(s.requests, op)
       row[name] = Math.round(Math.min(us, (row[name] as number | undefined) ?? Infinity))
     }

@@ -6,7 +6,7 @@ import { logger } from '../../core/log.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import { notModified } from '../etag.js'
 import type { CachedResponse, ResponseCache } from '../response-cache.js'
-import { type Answer, type BodyAnswer, toResponse, writeAnswer } from './answer.js'
+import { type Answer, type BodyAnswer, isStream, toResponse, writeAnswer } from './answer.js'
 import { type Exchange, fromNode, fromRequest } from './exchange.js'
 import { errorAnswer, finisher } from './finish.js'
 import { graphqlCacheKey, jsonContentType } from './graphql.js'
@@ -54,7 +54,7 @@ export function createPipeline({
   const finish = finisher(config)
 
   /** admit: on the API paths, the body bound, the client's count (awaited by the step that answers: `admitted`) and a deadline. */
-  function admit(x: Exchange): void {
+  async function admit(x: Exchange): Promise<void> {
     if (!isApiPath(x.path) || x.method === 'OPTIONS') return
     x.bodyLimit = config.requests.bodyLimitBytes
     const length = x.header('content-length')
@@ -65,6 +65,9 @@ export function createPipeline({
     // Announced over the bound: refused before a byte of it is read (a chunked one, once it passes it: Exchange.text).
     if (length !== undefined && x.header('transfer-encoding') === undefined && /^\d+$/.test(length) && Number(length) > x.bodyLimit)
       throw new AppError('bad_request', `The request body is larger than ${x.bodyLimit} bytes.`)
+    // Of unknown length (chunked, or a stream in process): read now, within the bound, so that a
+    // body over it is refused on every API path, routed or not.
+    if (length === undefined && x.hasBody) await x.text()
   }
 
   /** cache: a public read answered from memory, after the client's count (an over-limit client gets its 429). */
@@ -101,14 +104,16 @@ export function createPipeline({
   async function handle(x: Exchange): Promise<Answer> {
     let answer: Answer
     try {
-      admit(x)
+      await admit(x)
       answer = (await cached(x)) ?? (await route(x))
     } catch (e) {
       answer = errorAnswer(x, e)
     } finally {
       x.deadline?.end()
     }
-    return finish(x, answer)
+    const out = await finish(x, answer)
+    // HEAD: the GET's headers, no body (node:http drops it too; a Response must not have one).
+    return x.method === 'HEAD' && !isStream(out) ? { ...out, body: null } : out
   }
 
   return {
