@@ -47,21 +47,9 @@ export function canonicalCidr(value: string): string {
   return `${ipaddr.IPv4.networkAddressFromCIDR(cidr).toString()}/${prefix}`
 }
 
-/**
- * The `allowedCidrs` argument of a key creation: each network canonical, duplicates (after
- * canonicalisation) dropped, order kept. Absent or empty: no restriction.
- */
-export function parseAllowedCidrs(value: unknown): string[] {
-  if (value === undefined || value === null) return []
-  if (!Array.isArray(value)) throw badRequest('allowedCidrs must be a list of IPv4 or IPv6 networks.')
-  if (value.length > MAX_ALLOWED_CIDRS) throw badRequest(`allowedCidrs may hold at most ${MAX_ALLOWED_CIDRS} networks.`)
-  const out: string[] = []
-  for (const item of value) {
-    if (typeof item !== 'string') throw badRequest('allowedCidrs must be a list of strings.')
-    const cidr = canonicalCidr(item)
-    if (!out.includes(cidr)) out.push(cidr)
-  }
-  return out
+/** Canonical networks, duplicates (after canonicalisation) dropped, order kept. */
+export function canonicalCidrs(list: readonly string[]): string[] {
+  return [...new Set(list.map(canonicalCidr))]
 }
 
 /**
