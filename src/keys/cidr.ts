@@ -52,17 +52,6 @@ export function canonicalCidrs(list: readonly string[]): string[] {
   return [...new Set(list.map(canonicalCidr))]
 }
 
-/**
- * The verify request's `clientIp` in canonical form (src/core/client-address.ts: a zone index such
- * as `%eth0` and a port are dropped, an IPv4-mapped address is its IPv4 one); undefined when absent.
- */
-export function parseClientIp(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined
-  const parsed = typeof value === 'string' && value.length <= 64 ? canonicalAddress(value) : undefined
-  if (!parsed) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
-  return parsed.address
-}
-
 /** Whether a client address is inside one of a key's networks (built once per key state, checked per verification). */
 export type CidrMatcher = (clientIp: string) => boolean
 

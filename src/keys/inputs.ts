@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { canonicalAddress } from '../core/client-address.js'
 import { AppError, quoted } from '../core/errors.js'
 import { canonicalCidr, canonicalCidrs, MAX_ALLOWED_CIDRS } from './cidr.js'
 import { DEFAULT_KEY_PREFIX, KEY_NAME_MAX, KEY_PREFIX_PATTERN } from './format.js'
@@ -6,7 +7,8 @@ import type { NewKeySettings } from './service.js'
 
 // The request bodies of key management, declared once (src/core/input.ts): `POST /v1/apiKey` and
 // the `createApiKey` mutation's arguments are both read with CreateApiKeyInput, which the OpenAPI
-// document shows as CreateApiKeyRequest; the allowlist's note likewise. Each message names its field.
+// document shows as CreateApiKeyRequest; the allowlist's note and the exchange's verify request
+// likewise. Each message names its field.
 
 /** "Unknown field "x"; the body may only hold …" for a field the object does not declare (decided strict: a misspelt field must not be ignored). */
 function onlyFields(names: string) {
@@ -81,4 +83,29 @@ const NOTE_RULE = `note must be a string of at most ${ALLOWLIST_NOTE_MAX} charac
 export const AllowlistNoteInput = z.strictObject(
   { note: z.string({ error: NOTE_RULE }).max(ALLOWLIST_NOTE_MAX, NOTE_RULE).nullable().optional() },
   { error: onlyFields('"note"') },
+)
+
+const API_KEY_RULE = 'apiKey must be a string.'
+const CLIENT_IP_RULE = 'clientIp must be an IPv4 or IPv6 address.'
+
+/**
+ * The body of `POST /internal/v1/apiKey/verify`. Other fields are ignored. An empty key is a key
+ * nobody holds (answered `unknown`), not a malformed request. `clientIp` comes out canonical
+ * (src/core/client-address.ts: a zone index such as `%eth0` and a port dropped, an IPv4-mapped
+ * address as its IPv4 one); null is an absent one.
+ */
+export const VerifyApiKeyInput = z.object(
+  {
+    apiKey: z.string({ error: API_KEY_RULE }),
+    clientIp: z
+      .string({ error: CLIENT_IP_RULE })
+      .max(64, CLIENT_IP_RULE)
+      .refine((text) => canonicalAddress(text) !== undefined, CLIENT_IP_RULE)
+      .overwrite((text) => canonicalAddress(text)?.address ?? text)
+      .nullable()
+      .optional()
+      .meta({ description: 'The IPv4 or IPv6 address the key was presented from (IPv4-mapped IPv6 is matched as IPv4); a malformed one is a 400.' }),
+  },
+  // A body that is not an object holds no key.
+  { error: API_KEY_RULE },
 )

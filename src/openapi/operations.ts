@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../generated/prisma/enums.js'
 import { EVM_ADDRESS } from '../wallets/address.js'
-import { AllowlistNoteInput } from '../keys/inputs.js'
+import { AllowlistNoteInput, VerifyApiKeyInput } from '../keys/inputs.js'
 import { PAGE_SIZE } from '../core/page.js'
 import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
 import { choiceParam, limitParam, segmentParam, textParam, type Param } from '../rest/params.js'
@@ -383,16 +383,7 @@ export const httpOperations: OperationDoc[] = [
     tags: ['Internal'],
     security: ['internalToken'],
     body: {
-      schema: component(
-        'VerifyApiKeyRequest',
-        z.object({
-          apiKey: z.string().min(1),
-          clientIp: z
-            .string()
-            .optional()
-            .meta({ description: 'The IPv4 or IPv6 address the key was presented from (IPv4-mapped IPv6 is matched as IPv4); a malformed one is a 400.' }),
-        }),
-      ),
+      schema: component('VerifyApiKeyRequest', VerifyApiKeyInput),
       required: true,
     },
     // rate_limited: RATE_LIMIT_VERIFY_PER_MINUTE per key, or too many wrong tokens from the address.

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { canonicalCidr, cidrMatcher, canonicalCidrs, parseClientIp } from '../../src/keys/cidr.js'
+import { parseInput } from '../../src/core/input.js'
+import { canonicalCidr, cidrMatcher, canonicalCidrs } from '../../src/keys/cidr.js'
+import { VerifyApiKeyInput } from '../../src/keys/inputs.js'
+
+const parseClientIp = (clientIp: unknown) => parseInput(VerifyApiKeyInput, { apiKey: 'k', clientIp }).clientIp
 
 // src/keys/cidr.ts: what the stored form of a network is, and which client addresses it admits.
 
