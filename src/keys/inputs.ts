@@ -10,7 +10,7 @@ import type { NewKeySettings } from './service.js'
 // document shows as CreateApiKeyRequest; the allowlist's note and the exchange's verify request
 // likewise. Each message names its field.
 
-/** "Unknown field "x"; the body may only hold …" for a field the object does not declare (decided strict: a misspelt field must not be ignored). */
+/** The message for a field the body does not declare: strict, since a misspelt field (key_prefix) must not silently mean a default. */
 function onlyFields(names: string) {
   return (issue: z.core.$ZodRawIssue) =>
     issue.code === 'unrecognized_keys' ? `Unknown field ${quoted(String(issue.keys[0]))}; the body may only hold ${names}.` : undefined
