@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander'
 import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allowlist.js'
+import { AllowlistNoteInput } from './keys/inputs.js'
+import { parseInput } from './core/input.js'
 import { jwksFileProblem } from './auth/session.js'
 import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
@@ -301,7 +303,8 @@ async function allowlistCommand(action: 'add' | 'remove' | 'list', rawAddress?: 
   }
   const address = normalizeAddress(rawAddress)
   if (address === undefined) throw new BootError(`${rawAddress} is not an EVM address (0x followed by 40 hex digits).`)
-  const note = noteWords.length > 0 ? noteWords.join(' ') : undefined
+  // The admin route's rule (src/keys/inputs.ts), also when the CLI writes the database itself.
+  const note = noteWords.length > 0 ? (parseInput(AllowlistNoteInput, { note: noteWords.join(' ') }).note ?? undefined) : undefined
   const url = await runningGateway(config)
   if (action === 'add') {
     const { added } = url

@@ -2,7 +2,8 @@ import type { Config } from '../config.js'
 import { AppError, badRequest } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { keyVerifications } from '../core/metrics.js'
-import { parseClientIp } from '../keys/cidr.js'
+import { parseInput } from '../core/input.js'
+import { VerifyApiKeyInput } from '../keys/inputs.js'
 import { VerifierUnavailableError, type ApiKeyVerifier } from '../keys/verifier.js'
 import { bearerMatches } from './middleware/bearer.js'
 
@@ -32,11 +33,9 @@ export async function verifyAnswer(text: string, verifier: ApiKeyVerifier): Prom
   } catch {
     throw badRequest('The request body must be JSON: {"apiKey":"…", "clientIp":"…"}.')
   }
-  const apiKey = (body as { apiKey?: unknown } | null)?.apiKey
-  if (typeof apiKey !== 'string') throw badRequest('apiKey must be a string.')
-  const clientIp = parseClientIp((body as { clientIp?: unknown }).clientIp)
+  const { apiKey, clientIp } = parseInput(VerifyApiKeyInput, body)
   try {
-    const data = await verifier.verify(apiKey, { clientIp })
+    const data = await verifier.verify(apiKey, { clientIp: clientIp ?? undefined })
     keyVerifications.inc({ result: data.active ? 'active' : (data.reason ?? 'unknown') })
     const headers: Record<string, string> = data.active && data.expiresInMs! <= EXPIRES_SOON_MS ? { 'key-expires-soon': String(data.expiresInMs) } : {}
     return { body: JSON.stringify({ status: 'ok', data, server_time_ms: Date.now() }), headers }

@@ -47,32 +47,9 @@ export function canonicalCidr(value: string): string {
   return `${ipaddr.IPv4.networkAddressFromCIDR(cidr).toString()}/${prefix}`
 }
 
-/**
- * The `allowedCidrs` argument of a key creation: each network canonical, duplicates (after
- * canonicalisation) dropped, order kept. Absent or empty: no restriction.
- */
-export function parseAllowedCidrs(value: unknown): string[] {
-  if (value === undefined || value === null) return []
-  if (!Array.isArray(value)) throw badRequest('allowedCidrs must be a list of IPv4 or IPv6 networks.')
-  if (value.length > MAX_ALLOWED_CIDRS) throw badRequest(`allowedCidrs may hold at most ${MAX_ALLOWED_CIDRS} networks.`)
-  const out: string[] = []
-  for (const item of value) {
-    if (typeof item !== 'string') throw badRequest('allowedCidrs must be a list of strings.')
-    const cidr = canonicalCidr(item)
-    if (!out.includes(cidr)) out.push(cidr)
-  }
-  return out
-}
-
-/**
- * The verify request's `clientIp` in canonical form (src/core/client-address.ts: a zone index such
- * as `%eth0` and a port are dropped, an IPv4-mapped address is its IPv4 one); undefined when absent.
- */
-export function parseClientIp(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined
-  const parsed = typeof value === 'string' && value.length <= 64 ? canonicalAddress(value) : undefined
-  if (!parsed) throw badRequest('clientIp must be an IPv4 or IPv6 address.')
-  return parsed.address
+/** Canonical networks, duplicates (after canonicalisation) dropped, order kept. */
+export function canonicalCidrs(list: readonly string[]): string[] {
+  return [...new Set(list.map(canonicalCidr))]
 }
 
 /** Whether a client address is inside one of a key's networks (built once per key state, checked per verification). */

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { badRequest } from '../core/errors.js'
 
 /** Spec §4 rule 1 and docs/spec/decisions.md §1. */
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/
@@ -29,28 +28,8 @@ export function base58(bytes: Uint8Array, width: number): string {
   return out.padStart(width, '1')
 }
 
-/** The `keyPrefix` argument, validated; the default when absent. */
-export function parseKeyPrefix(value: unknown): string {
-  if (value === undefined || value === null) return DEFAULT_KEY_PREFIX
-  if (typeof value !== 'string' || !KEY_PREFIX_PATTERN.test(value)) {
-    throw badRequest('keyPrefix must be 1 to 32 characters: a letter or digit, then letters, digits, "_" or "-".')
-  }
-  return value
-}
-
-/** A key's label: 1 to 64 characters, no control, format, unassigned or separator-line characters, no surrounding spaces. */
+/** A key's label: at most this many code points (the rest of its rule: src/keys/inputs.ts). */
 export const KEY_NAME_MAX = 64
-const NAME_FORBIDDEN = /[\p{C}\p{Zl}\p{Zp}]/u
-
-/** The `name` argument of a key creation, validated (never trimmed or cut silently); null when absent. */
-export function parseKeyName(value: unknown): string | null {
-  if (value === undefined || value === null) return null
-  const length = typeof value === 'string' ? [...value].length : 0
-  if (typeof value !== 'string' || length < 1 || length > KEY_NAME_MAX || NAME_FORBIDDEN.test(value) || value.trim() !== value) {
-    throw badRequest(`name must be 1 to ${KEY_NAME_MAX} printable characters, without leading or trailing spaces.`)
-  }
-  return value
-}
 
 export function generateRawKey(prefix: string): string {
   return `${prefix}_${base58(randomBytes(SECRET_BYTES), SECRET_LENGTH)}`

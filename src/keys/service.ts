@@ -47,7 +47,7 @@ export async function revokeCurrentKey(
   return { id: current.id, reason: effective }
 }
 
-/** What a key is created with (already validated: src/keys/format.ts, src/keys/cidr.ts). */
+/** What a key is created with (already validated: src/keys/inputs.ts). */
 export interface NewKeySettings {
   keyPrefix: string
   name?: string | null

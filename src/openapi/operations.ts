@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { TransactionStatus, TransactionType } from '../generated/prisma/enums.js'
 import { EVM_ADDRESS } from '../wallets/address.js'
+import { AllowlistNoteInput, VerifyApiKeyInput } from '../keys/inputs.js'
 import { PAGE_SIZE } from '../core/page.js'
 import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
 import { choiceParam, limitParam, segmentParam, textParam, type Param } from '../rest/params.js'
@@ -8,6 +9,7 @@ import { restRoutes } from '../rest/routes/index.js'
 import { Amount, component, envelope, Percent, ServerTime, Timestamp } from '../rest/wire.js'
 import { VaultSchema } from '../rest/routes/vaults.js'
 import { eventDataSchemas, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { CreateEndpointInput } from '../webhooks/inputs.js'
 import { DeliveryPageSchema, WebhookCreatedSchema, WebhookDeliverySchema, WebhookEndpointSchema } from '../webhooks/views.js'
 import { buildOpenApiDocument, DATA_AS_OF_HEADER, RATE_LIMIT_HEADERS, restOperation, type OperationDoc, type WebhookDoc } from './document.js'
 
@@ -133,22 +135,7 @@ export const replayEventQuery = {
 const webhookId = segmentParam('The endpoint id (a UUID).', '3f0c6f0e-2a41-4d0e-9b0a-6c8e1d1f2a3b')
 const WebhookEndpoint = component('WebhookEndpoint', WebhookEndpointSchema)
 const WebhookDelivery = component('WebhookDelivery', WebhookDeliverySchema)
-const WebhookEndpointInput = component(
-  'WebhookEndpointInput',
-  z.strictObject({
-    url: z.string().meta({
-      description: 'Where events are POSTed: https (http too unless NODE_ENV=production), resolving to public addresses unless WEBHOOK_ALLOW_PRIVATE=true.',
-    }),
-    event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1),
-    vault_ids: z
-      .array(z.string())
-      .min(1)
-      .max(100)
-      .nullable()
-      .optional()
-      .meta({ description: 'Only events of these vaults; leave it out (or null) for every vault.' }),
-  }),
-)
+const WebhookEndpointInput = component('WebhookEndpointInput', CreateEndpointInput)
 const NO_STORE_HEADER = { 'Cache-Control': { description: 'Always `no-store`.', schema: { type: 'string', const: 'no-store' } } }
 const webhookAdmin = { ...admin, tags: ['Webhooks'] }
 
@@ -252,7 +239,7 @@ export const httpOperations: OperationDoc[] = [
     summary: 'Add a wallet to the allowlist',
     description: 'Idempotent; an existing entry keeps its date and takes the new note when one is given.',
     params: { address: walletParam },
-    body: { schema: component('AllowlistNote', z.strictObject({ note: z.string().max(500).nullable().optional() })), required: false },
+    body: { schema: component('AllowlistNote', AllowlistNoteInput), required: false },
     errors: ['bad_request', ...adminErrors],
     responses: {
       200: {
@@ -396,16 +383,7 @@ export const httpOperations: OperationDoc[] = [
     tags: ['Internal'],
     security: ['internalToken'],
     body: {
-      schema: component(
-        'VerifyApiKeyRequest',
-        z.object({
-          apiKey: z.string().min(1),
-          clientIp: z
-            .string()
-            .optional()
-            .meta({ description: 'The IPv4 or IPv6 address the key was presented from (IPv4-mapped IPv6 is matched as IPv4); a malformed one is a 400.' }),
-        }),
-      ),
+      schema: component('VerifyApiKeyRequest', VerifyApiKeyInput),
       required: true,
     },
     // rate_limited: RATE_LIMIT_VERIFY_PER_MINUTE per key, or too many wrong tokens from the address.

@@ -38,7 +38,7 @@ export interface RestRoute<Data = any, P extends Params = Params, Q extends Para
   params: P
   /** The query parameters the route reads; others are ignored (routes never see them). */
   query: Q
-  /** The documented JSON body of a POST (the route validates `input.body` itself). */
+  /** The JSON body of a POST, declared once in its feature (src/keys/inputs.ts): `variables` parses `input.body` with it (src/core/input.ts), the OpenAPI document shows it. */
   body?: z.ZodType
   /** The body of a 200 answer. */
   response: R

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { z } from 'zod'
 import { systemClock, type Clock } from '../core/clock.js'
 import { badRequest, notFound } from '../core/errors.js'
+import { parseInput } from '../core/input.js'
 import { cursorCodec, isCursorMs, REST_CURSOR } from '../core/signed-cursor.js'
 import { WebhookDeliveryStatus } from '../generated/prisma/enums.js'
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
+import type { WebhookEventType } from './events.js'
+import { CreateEndpointInput, describeEndpointIssue } from './inputs.js'
 import { checkWebhookUrl, OutboundRefused, type OutboundPolicy } from './outbound.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { generateSecret, type SecretBox } from './secrets.js'
@@ -46,14 +47,6 @@ export type { DeliveryPage, WebhookAttemptView, WebhookDeliveryView, WebhookEndp
 
 export type DeliveryStatus = WebhookDeliveryStatus
 const DELIVERY_STATUSES = Object.values(WebhookDeliveryStatus)
-
-const MAX_VAULT_IDS = 100
-
-const CreateEndpointInput = z.strictObject({
-  url: z.string().min(1).max(2048),
-  event_types: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'must name at least one event type'),
-  vault_ids: z.array(z.string().min(1).max(200)).min(1, 'must name at least one vault (leave it out for every vault)').max(MAX_VAULT_IDS).nullable().optional(),
-})
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -123,16 +116,6 @@ function deliveryView(r: DeliveryRow, attempts: AttemptRow[]): WebhookDeliveryVi
   }
 }
 
-function describeIssue(error: z.ZodError): string {
-  const issue = error.issues[0]!
-  const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
-  if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: is not a known field (url, event_types, vault_ids)`
-  if (issue.code === 'invalid_value' && path.startsWith('event_types')) return `${path}: must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`
-  if (issue.code === 'invalid_type')
-    return `${path || 'body'}: ${issue.input === undefined ? 'is required' : `must be ${issue.expected === 'array' ? 'an array' : issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`}`
-  return `${path}: ${issue.message}`
-}
-
 // The cursor is an integrity check, as for the other lists (core/signed-cursor.ts): a cursor we
 // did not issue is a 400, and so is one issued for another endpoint or status filter, rather than
 // a different page.
@@ -156,9 +139,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
 
   return {
     async createEndpoint(input) {
-      const parsed = CreateEndpointInput.safeParse(input, { reportInput: true })
-      if (!parsed.success) throw badRequest(describeIssue(parsed.error))
-      const { url, event_types, vault_ids } = parsed.data
+      const { url, event_types, vault_ids } = parseInput(CreateEndpointInput, input, describeEndpointIssue)
       try {
         checkWebhookUrl(url, policy)
       } catch (e) {

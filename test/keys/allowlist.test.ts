@@ -158,6 +158,11 @@ describe('vaultgate allowlist', () => {
       code: 1,
       stderr: 'vaultgate: 0x12 is not an EVM address (0x followed by 40 hex digits).\n',
     })
+    // The admin route's note rule, on the direct database path too.
+    expect(await runCli(['allowlist', 'add', W1, 'x'.repeat(501)], env)).toMatchObject({
+      code: 1,
+      stderr: 'vaultgate: note must be a string of at most 500 characters.\n',
+    })
     const usage = await runCli(['allowlist'], env)
     expect(usage.code).toBe(2)
     expect(usage.stderr).toMatch(/^vaultgate: allowlist needs add, remove or list\./)

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { canonicalCidr, cidrMatcher, parseAllowedCidrs, parseClientIp } from '../../src/keys/cidr.js'
+import { parseInput } from '../../src/core/input.js'
+import { canonicalCidr, cidrMatcher, canonicalCidrs } from '../../src/keys/cidr.js'
+import { VerifyApiKeyInput } from '../../src/keys/inputs.js'
+
+const parseClientIp = (clientIp: unknown) => parseInput(VerifyApiKeyInput, { apiKey: 'k', clientIp }).clientIp
 
 // src/keys/cidr.ts: what the stored form of a network is, and which client addresses it admits.
 
@@ -38,10 +42,9 @@ describe('allowedCidrs', () => {
     ])
   })
 
-  it('drops duplicates after canonicalisation and keeps the order; empty or absent means any IP', () => {
-    expect(parseAllowedCidrs(['10.9.9.9/8', '2001:db8::/32', '10.0.0.0/8', '2001:DB8::1/32'])).toEqual(['10.0.0.0/8', '2001:db8::/32'])
-    expect(parseAllowedCidrs([])).toEqual([])
-    expect(parseAllowedCidrs(undefined)).toEqual([])
+  it('drops duplicates after canonicalisation and keeps the order', () => {
+    expect(canonicalCidrs(['10.9.9.9/8', '2001:db8::/32', '10.0.0.0/8', '2001:DB8::1/32'])).toEqual(['10.0.0.0/8', '2001:db8::/32'])
+    expect(canonicalCidrs([])).toEqual([])
   })
 
   it('matches each family on its own, IPv4-mapped clients as IPv4, /0 /32 /128 at their edges', () => {

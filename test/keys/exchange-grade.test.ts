@@ -123,6 +123,15 @@ describe(`API keys with names and IP allowlists (${testBackend})`, () => {
     expect([edge.status, edge.body.data.allowedCidrs.length]).toEqual([200, 30])
     const gql = await t.graphql('mutation { createApiKey(allowedCidrs: ["1.2.3.4/40"]) { id } }', {}, await t.session([W1]))
     expect(gql.body.errors[0]).toMatchObject({ message: 'allowedCidrs: "1.2.3.4/40" has a prefix length outside 0-32.', extensions: { code: 'bad_request' } })
+    // The mutation's arguments are read with the REST body's schema (src/keys/inputs.ts): the same rules, the same messages.
+    const token = await t.session([W1])
+    // (GraphQL types the arguments: only the cases with strings where strings belong; a lone string is coerced to a list.)
+    const typed = ([k, v]: [string, unknown]) => (k === 'name' ? typeof v === 'string' : Array.isArray(v) && v.every((c) => typeof c === 'string'))
+    for (const [body, message] of cases.filter(([b]) => Object.entries(b as object).every(typed))) {
+      const args = Object.entries(body as object).map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
+      const answer = await t.graphql(`mutation { createApiKey(${args.join(', ')}) { id } }`, {}, token)
+      expect([body, answer.body.errors?.[0]]).toMatchObject([body, { message, extensions: { code: 'bad_request' } }])
+    }
   })
 
   it('verifies by client IP: IPv4-mapped IPv6 matches IPv4 networks, /32 and /128 are one host, families stay apart', async () => {

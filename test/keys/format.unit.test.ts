@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { selectWallet, walletsFromClaims } from '../../src/auth/wallets.js'
 import { AppError } from '../../src/core/errors.js'
-import { base58, DEFAULT_KEY_PREFIX, digestOf, generateRawKey, looksLikeRawKey, parseKeyPrefix } from '../../src/keys/format.js'
+import { parseInput } from '../../src/core/input.js'
+import { base58, DEFAULT_KEY_PREFIX, digestOf, generateRawKey, looksLikeRawKey } from '../../src/keys/format.js'
+import { CreateApiKeyInput, newKeySettings } from '../../src/keys/inputs.js'
 import { cidrMatcher } from '../../src/keys/cidr.js'
 import { judge } from '../../src/keys/verifier.js'
 
@@ -37,10 +39,11 @@ describe('raw key format', () => {
   })
 
   it('validates keyPrefix against spec rule 1, defaulting to vaultgate', () => {
-    expect(parseKeyPrefix(undefined)).toBe(DEFAULT_KEY_PREFIX)
-    expect(parseKeyPrefix(null)).toBe('vaultgate')
-    for (const ok of ['a', 'A-b_c', '9', 'x'.repeat(32)]) expect(parseKeyPrefix(ok)).toBe(ok)
-    for (const bad of ['', '_a', '-a', 'x'.repeat(33), 'a b', 'a/b', 'é']) expect(codeOf(() => parseKeyPrefix(bad))).toEqual([400, 'bad_request'])
+    const prefixOf = (body: object) => newKeySettings(parseInput(CreateApiKeyInput, body)).keyPrefix
+    expect(prefixOf({})).toBe(DEFAULT_KEY_PREFIX)
+    expect(DEFAULT_KEY_PREFIX).toBe('vaultgate')
+    for (const ok of ['a', 'A-b_c', '9', 'x'.repeat(32)]) expect(prefixOf({ keyPrefix: ok })).toBe(ok)
+    for (const bad of ['', '_a', '-a', 'x'.repeat(33), 'a b', 'a/b', 'é']) expect(codeOf(() => prefixOf({ keyPrefix: bad }))).toEqual([400, 'bad_request'])
   })
 })
 

@@ -2,8 +2,8 @@ import { builder } from '../builder.js'
 import { cost, pageCost } from '../cost.js'
 import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER, REST_CURSOR } from '../../core/signed-cursor.js'
-import { parseAllowedCidrs } from '../../keys/cidr.js'
-import { parseKeyName, parseKeyPrefix } from '../../keys/format.js'
+import { parseInput } from '../../core/input.js'
+import { CreateApiKeyInput, newKeySettings } from '../../keys/inputs.js'
 import { decodeHistoryCursor, KEY_HISTORY_TYPES, keyHistory, type KeyHistoryEntry } from '../../keys/history.js'
 import { activeApiKey, createApiKey, revokeApiKey, type ApiKeyRecord } from '../../keys/service.js'
 import { checkUsageDays, USAGE_DEFAULT_DAYS, usageOf, USAGE_RETENTION_DAYS, type UsageDay, type VerifyOutcome } from '../../keys/usage.js'
@@ -85,8 +85,13 @@ builder.mutationField('createApiKey', (t) =>
     resolve: async (_root, args, ctx) => {
       // The caller first (an unauthenticated request learns nothing about its arguments), then them.
       const { wallet } = await ctx.viewer()
-      const settings = { keyPrefix: parseKeyPrefix(args.keyPrefix), name: parseKeyName(args.name), allowedCidrs: parseAllowedCidrs(args.allowedCidrs) }
-      const { record, apiKey } = await createApiKey(wallet, settings, ctx.clock)
+      // The REST body's schema (POST /v1/apiKey); a GraphQL null is an absent argument.
+      const input = parseInput(CreateApiKeyInput, {
+        keyPrefix: args.keyPrefix ?? undefined,
+        name: args.name ?? undefined,
+        allowedCidrs: args.allowedCidrs ?? undefined,
+      })
+      const { record, apiKey } = await createApiKey(wallet, newKeySettings(input), ctx.clock)
       return { ...record, apiKey }
     },
   }),

@@ -1,8 +1,10 @@
 import { Hono } from 'hono'
+import { AllowlistNoteInput } from '../../keys/inputs.js'
 import { addToAllowlist, listAllowlist, removeFromAllowlist, type AllowlistEntryView } from '../../keys/allowlist.js'
 import { normalizeAddress } from '../../wallets/address.js'
 import type { Clock } from '../../core/clock.js'
-import { badRequest, quoted } from '../../core/errors.js'
+import { badRequest } from '../../core/errors.js'
+import { parseInput } from '../../core/input.js'
 import type { AppEnv } from '../env.js'
 import { parseJsonObject } from '../json-body.js'
 
@@ -14,14 +16,9 @@ function address(raw: string): string {
   return wallet
 }
 
-async function note(text: string): Promise<string | undefined> {
+function note(text: string): string | undefined {
   if (text.trim() === '') return undefined
-  const { note, ...rest } = parseJsonObject(text)
-  const unknown = Object.keys(rest)
-  if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "note".`)
-  if (note === undefined || note === null) return undefined
-  if (typeof note !== 'string' || note.length > 500) throw badRequest('note must be a string of at most 500 characters.')
-  return note
+  return parseInput(AllowlistNoteInput, parseJsonObject(text)).note ?? undefined
 }
 
 /** `/admin/allowlist` (mounted behind the admin token): the wallets that may hold API keys. */
@@ -33,7 +30,7 @@ export function allowlistRoutes(clock: Clock) {
 
   app.put('/:address', async (c) => {
     const wallet = address(c.req.param('address'))
-    const { entry, added } = await addToAllowlist(wallet, await note(await c.req.text()))
+    const { entry, added } = await addToAllowlist(wallet, note(await c.req.text()))
     return c.json(ok({ ...entryJson(entry), added }))
   })
 

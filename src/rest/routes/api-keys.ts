@@ -1,10 +1,11 @@
 import { z } from 'zod'
 import { EVM_ADDRESS } from '../../wallets/address.js'
-import { badRequest, quoted } from '../../core/errors.js'
+import { parseInput } from '../../core/input.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { MAX_ALLOWED_CIDRS } from '../../keys/cidr.js'
-import { KEY_NAME_MAX, KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
+import { KEY_PREFIX_PATTERN, RAW_KEY_PATTERN } from '../../keys/format.js'
 import { KEY_HISTORY_TYPES } from '../../keys/history.js'
+import { CreateApiKeyInput } from '../../keys/inputs.js'
 import { parseUsageDays, USAGE_DEFAULT_DAYS, USAGE_RETENTION_DAYS, VERIFY_OUTCOMES } from '../../keys/usage.js'
 import { limitParam, type Param } from '../params.js'
 import { defineRoute, type ErrorDoc, type RestRoute } from '../route.js'
@@ -115,40 +116,12 @@ export const apiKeyRoutes: RestRoute[] = [
     path: '/apiKey',
     summary: 'Create an API key',
     description: "Creates the caller's API key; its previous key is revoked in the same transaction. The raw key is in this answer only.",
-    body: component(
-      'CreateApiKeyRequest',
-      z
-        .strictObject({
-          keyPrefix: z.string().regex(KEY_PREFIX_PATTERN).optional().meta({ description: 'Default "vaultgate".' }),
-          name: z
-            .string()
-            .min(1)
-            .max(KEY_NAME_MAX)
-            .optional()
-            .meta({ description: `A label: 1 to ${KEY_NAME_MAX} printable characters, without leading or trailing spaces.` }),
-          allowedCidrs: z
-            .array(z.string())
-            .max(MAX_ALLOWED_CIDRS)
-            .optional()
-            .meta({
-              description: `At most ${MAX_ALLOWED_CIDRS} IPv4/IPv6 networks ("203.0.113.0/24", "2001:db8::/32"; a bare address is one host) that verifications must come from; stored canonical. Absent or empty: any IP.`,
-            }),
-        })
-        .meta({ description: 'May be empty.' }),
-    ),
+    body: component('CreateApiKeyRequest', CreateApiKeyInput),
     document: `mutation CreateApiKey($keyPrefix: String, $name: String, $allowedCidrs: [String!]) {
       createApiKey(keyPrefix: $keyPrefix, name: $name, allowedCidrs: $allowedCidrs) { ${RECORD} apiKey }
     }`,
     variables: ({ body }) => {
-      const { keyPrefix, name, allowedCidrs, ...rest } = body
-      // Strict: a misspelt field (e.g. key_prefix) must not silently give a key with the default prefix.
-      const unknown = Object.keys(rest)
-      if (unknown.length > 0) throw badRequest(`Unknown field ${quoted(unknown[0]!)}; the body may only hold "keyPrefix", "name" and "allowedCidrs".`)
-      // `null` is refused like any other non-string: leaving the field out is how to ask for the default.
-      if (keyPrefix !== undefined && typeof keyPrefix !== 'string') throw badRequest('keyPrefix must be a string; leave it out for the default prefix.')
-      if (name !== undefined && typeof name !== 'string') throw badRequest('name must be a string; leave it out for a key without one.')
-      if (allowedCidrs !== undefined && (!Array.isArray(allowedCidrs) || !allowedCidrs.every((c) => typeof c === 'string')))
-        throw badRequest('allowedCidrs must be a list of strings; leave it out for a key usable from any IP.')
+      const { keyPrefix, name, allowedCidrs } = parseInput(CreateApiKeyInput, body)
       return { keyPrefix: keyPrefix ?? null, name: name ?? null, allowedCidrs: allowedCidrs ?? null }
     },
     response: component('CreateApiKeyResponse', envelope(NewApiKey)),

@@ -8,7 +8,7 @@ import { decodeVaultCursor } from '../../vaults/list.js'
 import { notFound, quoted } from '../../core/errors.js'
 import { choiceParam, limitParam, pathParam, segmentParam, textParam, timestampParam } from '../params.js'
 import { defineRoute, type RestRoute } from '../route.js'
-import { Amount, type CamelKeys, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
+import { Amount, type CamelKeys, camelOf, component, page, Percent, selectionOf, snakeKeys, Timestamp } from '../wire.js'
 
 // Vault reads: public and slow to change, so shared caches may keep them for a few seconds.
 const cache = { scope: 'public', maxAgeSeconds: 10 } as const
@@ -139,31 +139,38 @@ const ApyBasisEntry = component(
     .meta({ description: 'The two snapshots an APY came from; null where the APY is null.' }),
 )
 
+/** The values VaultPerformance answers as they are (camelCase there); the APY windows are keyed differently (below). */
+const PerformanceValues = z.object({
+  as_of: Timestamp.nullable().meta({ description: "The newest snapshot's time; null while the vault has none (and so are the other values)." }),
+  share_price: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
+  tvl: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
+  tvl_usd: Amount.nullable().meta({ description: 'tvl × the base asset USD price, exact; null when the price is unknown.' }),
+})
+
+const ApyWindows = component(
+  'ApyWindows',
+  z
+    .object({
+      '1d': ApyPct,
+      '7d': ApyPct,
+      '30d': ApyPct,
+      '90d': ApyPct,
+      '1y': ApyPct,
+      inception: ApyPct.meta({ description: 'Since the first snapshot; null while that is less than a day before s1.' }),
+    })
+    .meta({
+      description:
+        'Realized APY per window, percent, net of fees: ((p1 / p0)^(365 days / (t1 − t0)) − 1) × 100, p1 the newest snapshot not flagged as a spike, p0 the newest unflagged snapshot at or before t1 − window. Null (never 0) when the history does not reach back that far.',
+    }),
+)
+
 const PerformanceSchema = component(
   'VaultPerformance',
   z
     .object({
       vault_id: z.string(),
-      as_of: Timestamp.nullable().meta({ description: "The newest snapshot's time; null while the vault has none (and so are the other values)." }),
-      share_price: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
-      tvl: Amount.nullable().meta({ description: 'Of the newest snapshot, in base-asset units.' }),
-      tvl_usd: Amount.nullable().meta({ description: 'tvl × the base asset USD price, exact; null when the price is unknown.' }),
-      apy_pct: component(
-        'ApyWindows',
-        z
-          .object({
-            '1d': ApyPct,
-            '7d': ApyPct,
-            '30d': ApyPct,
-            '90d': ApyPct,
-            '1y': ApyPct,
-            inception: ApyPct.meta({ description: 'Since the first snapshot; null while that is less than a day before s1.' }),
-          })
-          .meta({
-            description:
-              'Realized APY per window, percent, net of fees: ((p1 / p0)^(365 days / (t1 − t0)) − 1) × 100, p1 the newest snapshot not flagged as a spike, p0 the newest unflagged snapshot at or before t1 − window. Null (never 0) when the history does not reach back that far.',
-          }),
-      ),
+      ...PerformanceValues.shape,
+      apy_pct: ApyWindows,
       apy_basis: component(
         'ApyBasisWindows',
         z.object({ '1d': ApyBasisEntry, '7d': ApyBasisEntry, '30d': ApyBasisEntry, '90d': ApyBasisEntry, '1y': ApyBasisEntry, inception: ApyBasisEntry }).meta({
@@ -175,30 +182,28 @@ const PerformanceSchema = component(
     .meta({ description: "A vault's newest snapshot and realized APY windows (decisions §9), with their basis (§14)." }),
 )
 
+const PerformancePointSchema = component(
+  'PerformancePoint',
+  z.object({
+    t: Timestamp.meta({ description: "The bucket's start." }),
+    share_price: Amount.meta({ description: "The bucket's snapshot's, in base-asset units." }),
+    tvl: Amount,
+    tvl_usd: Amount.nullable().meta({ description: 'Null when the base asset USD price is unknown.' }),
+    apy_7d_pct: z.number().nullable().meta({
+      description: "The 7-day realized APY as of the point's snapshot, percent; null on a spike and where the history does not reach 7 days back.",
+    }),
+    flags: z
+      .array(z.enum(['spike']))
+      .optional()
+      .meta({ description: 'Present only on a marked point: `spike` = its share price moved more than SPIKE_PCT percent from the previous snapshot.' }),
+  }),
+)
+
 const PerformanceSeriesSchema = component(
   'PerformanceSeries',
   z.object({
     ...seriesEcho,
-    points: z
-      .array(
-        component(
-          'PerformancePoint',
-          z.object({
-            t: Timestamp.meta({ description: "The bucket's start." }),
-            share_price: Amount.meta({ description: "The bucket's snapshot's, in base-asset units." }),
-            tvl: Amount,
-            tvl_usd: Amount.nullable().meta({ description: 'Null when the base asset USD price is unknown.' }),
-            apy_7d_pct: z.number().nullable().meta({
-              description: "The 7-day realized APY as of the point's snapshot, percent; null on a spike and where the history does not reach 7 days back.",
-            }),
-            flags: z
-              .array(z.enum(['spike']))
-              .optional()
-              .meta({ description: 'Present only on a marked point: `spike` = its share price moved more than SPIKE_PCT percent from the previous snapshot.' }),
-          }),
-        ),
-      )
-      .meta({ description: 'Oldest first; none before the first snapshot (a vault without snapshots answers none).' }),
+    points: z.array(PerformancePointSchema).meta({ description: 'Oldest first; none before the first snapshot (a vault without snapshots answers none).' }),
   }),
 )
 
@@ -310,77 +315,55 @@ function seriesBody(data: SeriesData, id: string, query: { group_by: GroupBy }):
   }
 }
 
-interface PerformanceData {
-  vault: {
-    performance: {
-      asOf: string | null
-      sharePrice: string | null
-      tvl: string | null
-      tvlUsd: string | null
-      apy1d: number | null
-      apy7d: number | null
-      apy30d: number | null
-      apy90d: number | null
-      apy1y: number | null
-      apyInception: number | null
-      basis: { window: string; from: string; to: string; sharePriceFrom: string; sharePriceTo: string }[]
-    }
-  } | null
+type ApyKey = keyof z.input<typeof ApyWindows>
+const APY_KEYS = Object.keys(ApyWindows.shape) as ApyKey[]
+/** The VaultPerformance field of an apy_pct key: `1d` → apy1d, `inception` → apyInception (GraphQL names cannot start with a digit). */
+const apyField = <K extends ApyKey>(key: K) => `apy${key[0]!.toUpperCase()}${key.slice(1)}` as `apy${Capitalize<K>}`
+
+type ApyBasisWire = NonNullable<z.input<typeof ApyBasisEntry>>
+
+/** The GraphQL ApyWindow values, keyed by apy_pct key. */
+const APY_WINDOW_ENUM: Record<ApyKey, string> = { '1d': 'P1D', '7d': 'P7D', '30d': 'P30D', '90d': 'P90D', '1y': 'P1Y', inception: 'INCEPTION' }
+const APY_KEY_OF = Object.fromEntries(Object.entries(APY_WINDOW_ENUM).map(([k, v]) => [v, k])) as Record<string, ApyKey>
+
+/** VaultPerformance's fields behind the wire's values, APY windows and their basis. */
+const PERFORMANCE_SELECTION = `${selectionOf(PerformanceValues)} ${APY_KEYS.map(apyField).join(' ')} basis { window ${selectionOf(ApyBasisEntry)} }`
+
+const VALUE_FIELDS = Object.keys(PerformanceValues.shape).map(camelOf) as (keyof CamelKeys<z.input<typeof PerformanceValues>>)[]
+
+type PerformanceGraph = CamelKeys<z.input<typeof PerformanceValues>> & { [K in ApyKey as `apy${Capitalize<K>}`]: number | null } & {
+  basis: (CamelKeys<ApyBasisWire> & { window: string })[]
 }
 
-/** GraphQL ApyWindow values and the REST keys of apy_pct / apy_basis. */
-const APY_KEY_OF: Record<string, '1d' | '7d' | '30d' | '90d' | '1y' | 'inception'> = {
-  P1D: '1d',
-  P7D: '7d',
-  P30D: '30d',
-  P90D: '90d',
-  P1Y: '1y',
-  INCEPTION: 'inception',
+interface PerformanceData {
+  vault: { performance: PerformanceGraph } | null
 }
 
 function performanceBody(data: PerformanceData, id: string): z.input<typeof PerformanceSchema> {
   const p = found(data.vault, id).performance
+  const values = Object.fromEntries(VALUE_FIELDS.map((f) => [f, p[f]])) as CamelKeys<z.input<typeof PerformanceValues>>
+  const none = Object.fromEntries(APY_KEYS.map((k) => [k, null])) as Record<ApyKey, null>
   return {
     vault_id: id,
-    as_of: p.asOf,
-    share_price: p.sharePrice,
-    tvl: p.tvl,
-    tvl_usd: p.tvlUsd,
-    apy_pct: { '1d': p.apy1d, '7d': p.apy7d, '30d': p.apy30d, '90d': p.apy90d, '1y': p.apy1y, inception: p.apyInception },
-    apy_basis: {
-      '1d': null,
-      '7d': null,
-      '30d': null,
-      '90d': null,
-      '1y': null,
-      inception: null,
-      ...Object.fromEntries(
-        p.basis.map((b) => [APY_KEY_OF[b.window]!, { from: b.from, to: b.to, share_price_from: b.sharePriceFrom, share_price_to: b.sharePriceTo }]),
-      ),
-    },
+    ...snakeKeys<z.input<typeof PerformanceValues>>(values),
+    apy_pct: Object.fromEntries(APY_KEYS.map((k) => [k, p[apyField(k)]])) as Record<ApyKey, number | null>,
+    // Every window is present, null where GraphQL lists no basis.
+    apy_basis: { ...none, ...Object.fromEntries(p.basis.map(({ window, ...b }) => [APY_KEY_OF[window]!, snakeKeys<ApyBasisWire>(b)])) },
   }
 }
 
+type PointWire = Required<z.input<typeof PerformancePointSchema>>
+
 interface PerformanceSeriesData {
-  vault: {
-    performanceSeries: SeriesEchoData & {
-      points: { t: string; sharePrice: string; tvl: string; tvlUsd: string | null; apy7dPct: number | null; flags: 'spike'[] }[]
-    }
-  } | null
+  vault: { performanceSeries: SeriesEchoData & { points: CamelKeys<PointWire>[] } } | null
 }
 
 function performanceSeriesBody(data: PerformanceSeriesData, id: string): z.input<typeof PerformanceSeriesSchema> {
   const series = found(data.vault, id).performanceSeries
   return {
     ...echoBody(series),
-    points: series.points.map((p) => ({
-      t: p.t,
-      share_price: p.sharePrice,
-      tvl: p.tvl,
-      tvl_usd: p.tvlUsd,
-      apy_7d_pct: p.apy7dPct,
-      ...(p.flags.length > 0 ? { flags: p.flags } : {}),
-    })),
+    // GraphQL answers `flags: []` on an unmarked point; the wire leaves the field out.
+    points: snakeKeys<PointWire[]>(series.points).map(({ flags, ...point }) => (flags.length > 0 ? { ...point, flags } : point)),
   }
 }
 
@@ -500,9 +483,7 @@ export const vaultRoutes: RestRoute[] = [
     },
     document: `query Performance($id: ID!, $at: DateTime) {
       vault(id: $id) {
-        performance(at: $at) {
-          asOf sharePrice tvl tvlUsd apy1d apy7d apy30d apy90d apy1y apyInception basis { window from to sharePriceFrom sharePriceTo }
-        }
+        performance(at: $at) { ${PERFORMANCE_SELECTION} }
       }
     }`,
     variables: ({ params, query }) => ({ id: params.vault_id, at: query.at?.toISOString() }),
@@ -520,7 +501,7 @@ export const vaultRoutes: RestRoute[] = [
     params: vaultParams,
     query: seriesQuery,
     document: `query PerformanceSeries($id: ID!, $timeframe: CompositionTimeframe, $range: SeriesRange) {
-      vault(id: $id) { performanceSeries(timeframe: $timeframe, range: $range) { ${SERIES_ECHO} points { t sharePrice tvl tvlUsd apy7dPct flags } } }
+      vault(id: $id) { performanceSeries(timeframe: $timeframe, range: $range) { ${SERIES_ECHO} points { ${selectionOf(PerformancePointSchema)} } } }
     }`,
     variables: ({ params, query }) => ({ id: params.vault_id, ...seriesVariables(query) }),
     shape: (data: PerformanceSeriesData, { params }) => performanceSeriesBody(data, params.vault_id),
