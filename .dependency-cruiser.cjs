@@ -53,7 +53,14 @@ module.exports = {
         "Only db/, the features' stores and the importer use the Prisma client (plugin-prisma resolvers spread `query` in graphql/schema, and graphql/builder hands the client to Pothos); elsewhere only its types.",
       from: {
         path: '^src/',
-        pathNot: ['^src/db/', '^src/[a-z]+/store\\.ts$', '^src/importer/', '^src/graphql/builder\\.ts$', '^src/graphql/schema/', '^src/(app|services|server|cli)\\.ts$'],
+        pathNot: [
+          '^src/db/',
+          '^src/[a-z]+/store\\.ts$',
+          '^src/importer/',
+          '^src/graphql/builder\\.ts$',
+          '^src/graphql/schema/',
+          '^src/(app|services|server|cli)\\.ts$',
+        ],
       },
       to: { path: '^src/db/client\\.ts$', dependencyTypesNot: ['type-only'] },
     },
