@@ -311,9 +311,14 @@ async function showHistory({ vault = null, summary = true } = {}) {
   document.body.dataset.history = `${state.vault} ${series.timeframe ?? `${series.from}/${series.to}/${series.interval}`}`
 }
 
-/** Both series (composition and performance) after the range or timeframe changed. */
-function showSeries() {
-  return Promise.all([showVault(), showHistory({ summary: false })])
+/**
+ * Both series (composition and performance) after the range or timeframe changed. A range the API
+ * refuses fails both reads with the same sentence: the performance panel shows it, once.
+ */
+async function showSeries() {
+  const [vault, history] = await Promise.allSettled([showVault(), showHistory({ summary: false })])
+  if (history.status === 'rejected') throw history.reason
+  if (vault.status === 'rejected' && $('performance-error').hidden) throw vault.reason
 }
 
 /** A vault's whole view: metadata, composition and history load in parallel, and the header's freshness with them. */

@@ -269,6 +269,7 @@ describe.skipIf(!hasChromium)(`explorer: by contract, ranges, a wallet across va
     }
     expect(refused.error.code).toBe('bad_request')
     expect(await page.locator('#performance-error').textContent()).toBe(`Performance history unavailable: ${refused.error.message}`)
+    expect(await page.locator('#error').isHidden()).toBe(true) // said once, in the panel
 
     // A timeframe button ends the range on every chart.
     await page.click('#history-timeframe button[data-timeframe="30d"]')
