@@ -419,16 +419,26 @@ function wire() {
     writeUrl()
     run(hadRange ? showSeries : showVault)
   })
-  $('vaults').addEventListener('click', (e) => {
-    const row = e.target.closest('tr[data-vault]')
-    if (!row) return
-    e.preventDefault()
-    state.vault = row.dataset.vault
+  const select = (id) => {
+    state.vault = id
     writeUrl()
     run(async () => {
       await showVaultAndHistory()
       await showWallet()
     })
+  }
+  $('vaults').addEventListener('click', (e) => {
+    const row = e.target.closest('tr[data-vault]')
+    if (!row) return
+    e.preventDefault()
+    select(row.dataset.vault)
+  })
+  // A vault named in the wallet's redeems or activity (a plain click: other clicks open the href).
+  $('wallet-result').addEventListener('click', (e) => {
+    const link = e.target.closest('a[data-vault]')
+    if (!link || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return
+    e.preventDefault()
+    select(link.dataset.vault)
   })
   $('history-timeframe').addEventListener('click', (e) => {
     const button = e.target.closest('button[data-timeframe]')

@@ -25,7 +25,8 @@ export const MORE_TRANSACTIONS = `query ExplorerWalletMore($address: String!, $t
 }`
 
 const utc = (iso) => `${minute(iso)} UTC`
-const vaultLink = (id, wallet) => el('a', { href: `?vault=${encodeURIComponent(id)}&wallet=${encodeURIComponent(wallet)}` }, id)
+/** A link to the vault (explorer.js shows it in place, keeping the rest of the view; the href serves a new tab). */
+const vaultLink = (id, wallet) => el('a', { href: `?vault=${encodeURIComponent(id)}&wallet=${encodeURIComponent(wallet)}`, 'data-vault': id }, id)
 
 /** Transaction rows; `append` adds an older page under the ones shown. */
 export function renderTransactions(connection, { wallet, acrossVaults, append = false }) {

@@ -142,6 +142,13 @@ describe.skipIf(!hasChromium)(`explorer: by contract, ranges, a wallet across va
     const api = (await (await fetch(`${base}/v1/users/${WALLET}/redeems`)).json()) as Record<string, unknown>
     expect(api).toMatchObject({ total_pending: '104.25', total_claimable: '75' })
     await page.locator('.wallet').screenshot({ path: path.join(outDir, 'explorer-redeem-queue.png') })
+
+    // A vault named there opens in place: the wallet stays, its position is now the one in that vault.
+    await page.click('#redeems a[data-vault="gamma-dai"]')
+    await poll(() => page.locator('#vault-name').textContent()).toBe('Gamma DAI')
+    await poll(async () => (await page.locator('#position').textContent())?.includes('Deposited300')).toBe(true)
+    expect(new URL(page.url()).search).toBe(`?vault=gamma-dai&wallet=${WALLET}`)
+    expect(pageErrors).toEqual([])
     await page.close()
   })
 
