@@ -1,11 +1,14 @@
 // vaultgate explorer: a small page over the GraphQL API and a few REST reads (no build step, no
-// framework; ES modules: lib.js helpers, performance.js the history panel, freshness.js the header).
+// framework; ES modules: lib.js helpers, performance.js the history panel, freshness.js the header,
+// wallet.js the wallet's activity and redeem queue).
 // Chart.js is served by the gateway from its own node_modules, so the page works offline.
-// State lives in the URL (?vault=…&wallet=…&history=…&group_by=…&timeframe=…) so views can be shared.
+// State lives in the URL (?vault=…&wallet=…&history=…&group_by=…&timeframe=…&from=…&to=…&interval=…)
+// so views can be shared.
 
 import { fetchStatus, renderFreshness } from './freshness.js'
 import { $, amount, applyTheme, bucketLabel, color, compact, day, definitionList, drawChart, el, graphql, isPhone, minute, pct } from './lib.js'
 import { fetchPerformance, fetchPerformanceSeries, renderPerformance, renderPerformanceSeries, TIMEFRAMES } from './performance.js'
+import { MORE_TRANSACTIONS, renderRedeems, renderTransactions, WALLET_QUERY } from './wallet.js'
 
 const VAULT_LIST = `query ExplorerVaults($after: String, $orderBy: VaultOrder, $search: String) {
   vaults(first: 200, after: $after, orderBy: $orderBy, search: $search) {
@@ -17,26 +20,26 @@ const VAULT_LIST = `query ExplorerVaults($after: String, $orderBy: VaultOrder, $
 /** The list's sort choices: the API's orderBy (largest first), or none for its id order. */
 const SORTS = ['tvlUsd', 'tvl', 'apy7d', 'apy30d', 'id']
 
-const VAULT = `query ExplorerVault($id: ID!, $groupBy: CompositionGroupBy!, $timeframe: CompositionTimeframe!) {
+const VAULT = `query ExplorerVault($id: ID!, $groupBy: CompositionGroupBy!, $timeframe: CompositionTimeframe, $range: SeriesRange) {
   vault(id: $id) {
-    id name chain chainId symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
+    id name chain chainId caip10 symbol baseAsset status tvl sharePrice perfFeeBps mgmtFeeBps
     contract { address }
     depositConstraints { maxDeposit minDeposit paused }
     withdrawConstraints { instantLiquidity instantSlippageMaxBps }
     description docsUrl inceptionDate strategyBrief
     composition(groupBy: $groupBy) { asOf positions { platform asset symbol pct apyEstPct } }
-    compositionSeries(timeframe: $timeframe, groupBy: $groupBy) { labels points { t weightsPct } }
+    compositionSeries(timeframe: $timeframe, range: $range, groupBy: $groupBy) { labels interval points { t weightsPct } }
   }
 }`
 
-const WALLET = `query ExplorerWallet($address: String!, $vaultId: ID!) {
-  user(address: $address) {
-    address
-    position(vaultId: $vaultId) { shareBalance sharePrice positionValueUsd totalDeposits allTimeEarned firstDepositAt }
-    pendingRedeems { totalPending averageRedeemDelay pendingRedeems { vaultId amount } }
-    transactions(vaultId: $vaultId, first: 25) { edges { node { id type status amount timestamp txHash } } pageInfo { hasNextPage } }
-  }
+const VAULT_BY_ADDRESS = `query ExplorerVaultByAddress($chainId: String!, $address: String!) {
+  vaultByAddress(chainId: $chainId, address: $address) { id name caip10 }
 }`
+
+/** A range's step: the REST value (the URL's, and the performance series') and GraphQL's. */
+const INTERVALS = { '1h': 'PT1H', '6h': 'PT6H', '1d': 'P1D', '1w': 'P1W' }
+const STEPS = { '1h': 'hour', '6h': '6 hours', '1d': 'day', '1w': 'week' }
+const DATE = /^\d{4}-\d{2}-\d{2}$/
 
 function showError(error) {
   const box = $('error')
@@ -55,6 +58,17 @@ const state = {
   baseAsset: '',
   sort: 'tvlUsd',
   search: '',
+  /** A custom range instead of the timeframes, for every chart: {from, to, interval} as the date inputs give them (to inclusive, '' for now). */
+  range: null,
+  /** The wallet's activity: 'all' vaults or the shown 'vault'. */
+  activity: 'all',
+}
+
+/** The range as the API takes it: whole UTC days, `to` the midnight after the last day asked (the API's `to` is exclusive). */
+function rangeArgs() {
+  const { from, to, interval } = state.range
+  const next = to ? new Date(Date.parse(`${to}T00:00:00.000Z`) + 86_400_000).toISOString() : null
+  return { from: `${from}T00:00:00.000Z`, to: next, interval: interval || null }
 }
 
 function readUrl() {
@@ -66,6 +80,13 @@ function readUrl() {
   if (TIMEFRAMES.includes(q.get('history'))) state.history = q.get('history')
   if (SORTS.includes(q.get('sort'))) state.sort = q.get('sort')
   state.search = q.get('q') ?? ''
+  if (DATE.test(q.get('from') ?? ''))
+    state.range = {
+      from: q.get('from'),
+      to: DATE.test(q.get('to') ?? '') ? q.get('to') : '',
+      interval: Object.hasOwn(INTERVALS, q.get('interval') ?? '') ? q.get('interval') : '',
+    }
+  if (q.get('activity') === 'vault') state.activity = 'vault'
 }
 
 function writeUrl() {
@@ -77,6 +98,12 @@ function writeUrl() {
   if (state.search) q.set('q', state.search)
   if (state.groupBy !== 'platform') q.set('group_by', state.groupBy)
   if (state.timeframe !== 'P30D') q.set('timeframe', state.timeframe)
+  if (state.range) {
+    q.set('from', state.range.from)
+    if (state.range.to) q.set('to', state.range.to)
+    if (state.range.interval) q.set('interval', state.range.interval)
+  }
+  if (state.activity !== 'all') q.set('activity', state.activity)
   history.replaceState(null, '', q.size ? `?${q}` : location.pathname)
 }
 
@@ -148,7 +175,7 @@ function renderMeta(v) {
           : 'no',
     ],
     ['Since', day(v.inceptionDate)],
-    ['Contract', el('code', {}, v.contract.address)],
+    ['Contract', el('code', { title: v.caip10 ? 'CAIP-10: chain and EIP-55 checksummed address' : '' }, v.caip10 ?? v.contract.address)],
   ])
 }
 
@@ -199,7 +226,9 @@ function renderComposition(v) {
 
 function renderSeries(v) {
   const series = v.compositionSeries
-  const label = bucketLabel(state.timeframe === 'P7D' || state.timeframe === 'P30D')
+  const label = bucketLabel(
+    series.interval ? series.interval === 'PT1H' || series.interval === 'PT6H' : state.timeframe === 'P7D' || state.timeframe === 'P30D',
+  )
   const labels = series.points.map((p) => label(p.t))
   const datasets = series.labels.map((label, i) => ({
     label,
@@ -237,7 +266,11 @@ let walletRequest = 0
 async function showVault() {
   for (const row of document.querySelectorAll('#vaults tr')) row.classList.toggle('selected', row.dataset.vault === state.vault)
   const request = ++vaultRequest
-  const data = await graphql(VAULT, { id: state.vault, groupBy: state.groupBy, timeframe: state.timeframe })
+  const series = state.range
+    ? { timeframe: null, range: { ...rangeArgs(), interval: INTERVALS[state.range.interval] ?? null } }
+    : { timeframe: state.timeframe, range: null }
+  $('timeframe').value = state.range ? 'RANGE' : state.timeframe
+  const data = await graphql(VAULT, { id: state.vault, groupBy: state.groupBy, ...series })
   if (request !== vaultRequest) return null
   if (!data.vault) throw new Error(`Vault "${state.vault}" was not found.`)
   state.baseAsset = data.vault.baseAsset
@@ -255,8 +288,10 @@ async function showVault() {
  */
 async function showHistory({ vault = null, summary = true } = {}) {
   const request = ++historyRequest
-  for (const b of document.querySelectorAll('#history-timeframe button')) b.setAttribute('aria-pressed', String(b.dataset.timeframe === state.history))
-  const reads = Promise.all([summary ? fetchPerformance(state.vault) : null, fetchPerformanceSeries(state.vault, state.history)])
+  for (const b of document.querySelectorAll('#history-timeframe button'))
+    b.setAttribute('aria-pressed', String(!state.range && b.dataset.timeframe === state.history))
+  const range = state.range && rangeArgs()
+  const reads = Promise.all([summary ? fetchPerformance(state.vault) : null, fetchPerformanceSeries(state.vault, state.history, range)])
   await vault
   // A failed history read is shown in its panel and leaves the rest of the page working (a vault
   // that does not exist is reported by showVault).
@@ -269,7 +304,21 @@ async function showHistory({ vault = null, summary = true } = {}) {
   }
   if (perf) renderPerformance(perf, state.baseAsset)
   renderPerformanceSeries(series, state.baseAsset)
-  document.body.dataset.history = `${state.vault} ${series.timeframe}`
+  $('range-summary').hidden = !range
+  if (range)
+    $('range-summary').textContent =
+      `${series.points.length} points, one per ${STEPS[series.interval]}, from ${minute(series.from)} to ${minute(series.to)} UTC`
+  document.body.dataset.history = `${state.vault} ${series.timeframe ?? `${series.from}/${series.to}/${series.interval}`}`
+}
+
+/**
+ * Both series (composition and performance) after the range or timeframe changed. A range the API
+ * refuses fails both reads with the same sentence: the performance panel shows it, once.
+ */
+async function showSeries() {
+  const [vault, history] = await Promise.allSettled([showVault(), showHistory({ summary: false })])
+  if (history.status === 'rejected') throw history.reason
+  if (vault.status === 'rejected' && $('performance-error').hidden) throw vault.reason
 }
 
 /** A vault's whole view: metadata, composition and history load in parallel, and the header's freshness with them. */
@@ -281,11 +330,15 @@ async function showVaultAndHistory() {
 // ---------------------------------------------------------------------------------------------
 // Wallet lookup
 
+let transactionsCursor = null
+
+/** Position in the shown vault, redeem queue across vaults, and the first page of the wallet's activity. */
 async function showWallet() {
   const address = state.wallet.trim()
   if (!address || !state.vault) return
   const request = ++walletRequest
-  const { user } = await graphql(WALLET, { address, vaultId: state.vault })
+  const txVault = state.activity === 'vault' ? state.vault : null
+  const { user } = await graphql(WALLET_QUERY, { address, vaultId: state.vault, txVault })
   if (request !== walletRequest) return
   state.wallet = user.address
   $('wallet-address').value = user.address
@@ -303,28 +356,43 @@ async function showWallet() {
         ]
       : [['Position', 'none in this vault']],
   )
-  const r = user.pendingRedeems
-  const delay = r.averageRedeemDelay > 0 ? `; recent redeems took ${(r.averageRedeemDelay / 3600).toFixed(1)} h on average` : ''
-  $('pending').textContent = r.pendingRedeems.length
-    ? `${r.pendingRedeems.length} pending redeem(s) across vaults, ${amount(r.totalPending)} in total${delay}.`
-    : 'No pending redeems.'
-  const rows = user.transactions.edges.map(({ node: t }) =>
-    el(
-      'tr',
-      { 'data-tx': t.id },
-      el('td', {}, minute(t.timestamp)),
-      el('td', {}, t.type),
-      el('td', {}, t.status),
-      el('td', { class: 'num' }, amount(t.amount)),
-      el('td', {}, el('code', {}, `${t.txHash.slice(0, 10)}…`)),
-    ),
-  )
-  if (!rows.length) rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'No transactions in this vault.')))
-  if (user.transactions.pageInfo.hasNextPage)
-    rows.push(el('tr', {}, el('td', { colSpan: 5, class: 'muted' }, 'Latest 25 shown; the API pages through the rest (REST cursor, GraphQL after).')))
-  $('transactions').replaceChildren(...rows)
+  renderRedeems(user.pendingRedeems, user.address)
+  transactionsCursor = renderTransactions(user.transactions, { wallet: user.address, acrossVaults: txVault === null })
   $('wallet-result').hidden = false
   document.body.dataset.wallet = user.address
+}
+
+/** The next, older page of the wallet's activity, under the rows shown. */
+async function moreTransactions() {
+  const request = walletRequest
+  const txVault = state.activity === 'vault' ? state.vault : null
+  const { user } = await graphql(MORE_TRANSACTIONS, { address: state.wallet, txVault, after: transactionsCursor })
+  if (request !== walletRequest) return
+  transactionsCursor = renderTransactions(user.transactions, { wallet: user.address, acrossVaults: txVault === null, append: true })
+}
+
+/** A vault by its chain and contract address (GraphQL vaultByAddress): shown when found, said so when not. */
+async function findByAddress() {
+  const chainId = $('lookup-chain').value.trim()
+  const address = $('lookup-address').value.trim()
+  const say = (text, found = false) => {
+    $('lookup-result').textContent = text
+    $('lookup-result').classList.toggle('negative', !found)
+    $('lookup-result').hidden = false
+  }
+  if (!chainId || !address) return say('Enter a chain id and a contract address.')
+  let vault
+  try {
+    ;({ vaultByAddress: vault } = await graphql(VAULT_BY_ADDRESS, { chainId, address }))
+  } catch (error) {
+    return say(error.message)
+  }
+  if (!vault) return say(`No vault at ${address} on chain ${chainId}.`)
+  say(`${vault.name}: ${vault.caip10 ?? vault.id}`, true)
+  state.vault = vault.id
+  writeUrl()
+  await showVaultAndHistory()
+  await showWallet()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,27 +413,77 @@ function wire() {
   })
   $('timeframe').addEventListener('change', (e) => {
     state.timeframe = e.target.value
+    // A timeframe ends a custom range, on every chart.
+    const hadRange = state.range !== null
+    state.range = null
     writeUrl()
-    run(showVault)
+    run(hadRange ? showSeries : showVault)
   })
-  $('vaults').addEventListener('click', (e) => {
-    const row = e.target.closest('tr[data-vault]')
-    if (!row) return
-    e.preventDefault()
-    state.vault = row.dataset.vault
+  const select = (id) => {
+    state.vault = id
     writeUrl()
     run(async () => {
       await showVaultAndHistory()
       await showWallet()
     })
+  }
+  $('vaults').addEventListener('click', (e) => {
+    const row = e.target.closest('tr[data-vault]')
+    if (!row) return
+    e.preventDefault()
+    select(row.dataset.vault)
+  })
+  // A vault named in the wallet's redeems or activity (a plain click: other clicks open the href).
+  $('wallet-result').addEventListener('click', (e) => {
+    const link = e.target.closest('a[data-vault]')
+    if (!link || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return
+    e.preventDefault()
+    select(link.dataset.vault)
   })
   $('history-timeframe').addEventListener('click', (e) => {
     const button = e.target.closest('button[data-timeframe]')
-    if (!button || button.dataset.timeframe === state.history) return
+    if (!button || (button.dataset.timeframe === state.history && !state.range)) return
     state.history = button.dataset.timeframe
+    const hadRange = state.range !== null
+    state.range = null
     writeUrl()
-    run(() => showHistory({ summary: false }))
+    run(hadRange ? showSeries : () => showHistory({ summary: false }))
   })
+  if (state.range) {
+    $('range-from').value = state.range.from
+    $('range-to').value = state.range.to
+    $('range-interval').value = state.range.interval
+  }
+  $('range-form').addEventListener('submit', (e) => {
+    e.preventDefault()
+    const from = $('range-from').value
+    if (!from) {
+      $('performance-error').textContent = 'Pick the first day of the range.'
+      $('performance-error').hidden = false
+      return
+    }
+    state.range = { from, to: $('range-to').value, interval: $('range-interval').value }
+    writeUrl()
+    run(showSeries)
+  })
+  $('range-clear').addEventListener('click', () => {
+    if (!state.range) return
+    state.range = null
+    for (const id of ['range-from', 'range-to', 'range-interval']) $(id).value = ''
+    writeUrl()
+    run(showSeries)
+  })
+  $('lookup-form').addEventListener('submit', (e) => {
+    e.preventDefault()
+    run(findByAddress)
+  })
+  $('activity').value = state.activity
+  $('activity').addEventListener('change', (e) => {
+    state.activity = e.target.value
+    writeUrl()
+    run(showWallet)
+  })
+  $('more-transactions').addEventListener('click', () => run(moreTransactions))
   $('more-vaults').addEventListener('click', () => run(() => loadVaults(true)))
   $('vault-sort').value = state.sort
   $('vault-search').value = state.search

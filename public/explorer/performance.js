@@ -1,7 +1,7 @@
 // The performance panel: realized APY window cards and the share-price, TVL and APY charts over a
-// timeframe, from the REST reads of decisions §9 (GET /v1/vaults/{id}/performance and
-// /performance/series?timeframe=). Render functions take the API's bodies, so a live update can
-// call them with fresh answers.
+// timeframe or any range, from the REST reads of decisions §9 and §14 (GET /v1/vaults/{id}/performance
+// and /performance/series?timeframe= or ?from=&to=&interval=). Render functions take the API's
+// bodies, so a live update can call them with fresh answers.
 import { $, amount, bucketLabel, color, drawChart, el, minute, pct, rest } from './lib.js'
 
 export const TIMEFRAMES = ['7d', '30d', '1y', 'all']
@@ -18,7 +18,13 @@ const SPIKE = '#ef4444'
 
 const vaultPath = (id) => `/vaults/${encodeURIComponent(id)}/performance`
 export const fetchPerformance = (vaultId) => rest(vaultPath(vaultId))
-export const fetchPerformanceSeries = (vaultId, timeframe) => rest(`${vaultPath(vaultId)}/series?timeframe=${timeframe}`)
+/** A timeframe's series, or with `range` ({from, to, interval}; to and interval may be null) that range's. */
+export function fetchPerformanceSeries(vaultId, timeframe, range = null) {
+  const q = new URLSearchParams()
+  if (!range) q.set('timeframe', timeframe)
+  else for (const [k, v] of Object.entries(range)) if (v) q.set(k, v)
+  return rest(`${vaultPath(vaultId)}/series?${q}`)
+}
 
 /** Why a window shows "—": the API answers null (never 0) when the history does not reach back. */
 const whyNull = (key, label) =>
@@ -76,7 +82,7 @@ const num = (s) => (s === null || s === undefined ? null : Number(s))
 /** The three charts for one series body. Flagged points are drawn as markers beside the line, not on it. */
 export function renderPerformanceSeries(series, baseAsset) {
   const points = series.points
-  const label = bucketLabel(series.timeframe === '7d' || series.timeframe === '30d')
+  const label = bucketLabel(series.interval ? series.interval === '1h' || series.interval === '6h' : series.timeframe === '7d' || series.timeframe === '30d')
   const labels = points.map((p) => label(p.t))
   const spike = points.map((p) => (p.flags ?? []).includes('spike'))
   $('performance-empty').hidden = points.length > 0

@@ -766,4 +766,6 @@ export function generateDemoDataset(options: { seed?: number; now?: Date } = {})
 export interface DemoHints {
   vaultIds: string[]
   wallets: { address: string; vaultId: string; note: string }[]
+  /** The first of those vaults with a chain id: the contract a by-address lookup finds (absent when none has one). */
+  contract?: { vaultId: string; chainId: string; address: string }
 }

@@ -31,11 +31,11 @@ export async function seedDemoIfEmpty(
 
 /**
  * The start's hints, from the data alone (so every start over the same data prints the same ones):
- * a few vault ids, the wallet with pending redeems in the most vaults, and two open positions in
- * other wallets and vaults, the most active first.
+ * a few vault ids and the contract of the first of them with a chain id, the wallet with pending
+ * redeems in the most vaults, and two open positions in other wallets and vaults, the most active first.
  */
 export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
-  const { vaultIds, pending, positions } = await readHintRows(db)
+  const { vaultIds, contract, pending, positions } = await readHintRows(db)
   const wallets: DemoHints['wallets'] = []
   const [p] = pending
   if (p) wallets.push({ address: p.address, vaultId: p.vault_ids[0]!, note: `pending redeems in ${p.vault_ids.join(', ')}` })
@@ -43,5 +43,5 @@ export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
   const first = open[0]
   const other = open.find((h) => h.vault_id !== first?.vault_id && h.address !== first?.address)
   for (const h of [first, other]) if (h) wallets.push({ address: h.address, vaultId: h.vault_id, note: `open position, ${h.n} transactions` })
-  return { vaultIds, wallets }
+  return contract ? { vaultIds, wallets, contract } : { vaultIds, wallets }
 }

@@ -12,7 +12,7 @@ export async function hasVaults(db: Db = prisma): Promise<boolean> {
  * zero) with the most transactions. Every order ends on the key, so the same data gives the same rows.
  */
 export async function readHintRows(db: Db = prisma) {
-  const vaults = await db.vault.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 8 })
+  const vaults = await db.vault.findMany({ select: { id: true, chainId: true, contractAddress: true }, orderBy: { id: 'asc' }, take: 8 })
   const pending = await db.$queryRaw<{ address: string; vault_ids: string[] }[]>`
     SELECT address, array_agg(DISTINCT vault_id ORDER BY vault_id) AS vault_ids FROM transactions
     WHERE type = 'redeem' AND status = 'pending' GROUP BY address ORDER BY count(DISTINCT vault_id) DESC, address LIMIT 1`
@@ -21,5 +21,7 @@ export async function readHintRows(db: Db = prisma) {
     HAVING sum(CASE WHEN type = 'deposit' AND status = 'completed' THEN shares
                     WHEN type <> 'deposit' AND status IN ('completed', 'pending') THEN -shares ELSE 0 END) > 0
     ORDER BY 3 DESC, address, vault_id LIMIT 20`
-  return { vaultIds: vaults.map((v) => v.id), pending, positions }
+  const withChain = vaults.find((v) => v.chainId !== null)
+  const contract = withChain && { vaultId: withChain.id, chainId: withChain.chainId!, address: withChain.contractAddress }
+  return { vaultIds: vaults.map((v) => v.id), contract, pending, positions }
 }

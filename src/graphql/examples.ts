@@ -11,6 +11,8 @@ export interface ExampleIds {
   vaultId: string
   wallet: string
   walletVaultId: string
+  /** A vault's chain id and contract address, for vaultByAddress (a placeholder that finds nothing when absent). */
+  contract?: { chainId: string; address: string }
 }
 
 export const PLACEHOLDER_IDS: ExampleIds = {
@@ -19,14 +21,22 @@ export const PLACEHOLDER_IDS: ExampleIds = {
   walletVaultId: 'usdc-prime',
 }
 
+const PLACEHOLDER_CONTRACT = { chainId: '1', address: '0x0000000000000000000000000000000000000000' }
+
 /** Example ids from the demo data's hints (the wallet with an open position, when there is one). */
-export function exampleIdsFromHints(hints: { vaultIds: string[]; wallets: { address: string; vaultId: string; note: string }[] }): ExampleIds {
+export function exampleIdsFromHints(hints: {
+  vaultIds: string[]
+  wallets: { address: string; vaultId: string; note: string }[]
+  contract?: { chainId: string; address: string }
+}): ExampleIds {
   const wallet = hints.wallets.find((w) => w.note.startsWith('open position')) ?? hints.wallets[0]
-  return {
+  const ids: ExampleIds = {
     vaultId: hints.vaultIds[0] ?? PLACEHOLDER_IDS.vaultId,
     wallet: wallet?.address ?? PLACEHOLDER_IDS.wallet,
     walletVaultId: wallet?.vaultId ?? PLACEHOLDER_IDS.walletVaultId,
   }
+  if (hints.contract) ids.contract = { chainId: hints.contract.chainId, address: hints.contract.address }
+  return ids
 }
 
 export interface ExampleOperation {
@@ -157,6 +167,7 @@ query SearchVaults {
 }
 
 export function exampleOperations(ids: ExampleIds = PLACEHOLDER_IDS): ExampleOperation[] {
+  const contract = ids.contract ?? PLACEHOLDER_CONTRACT
   return [
     ...dashboardExamples(ids),
     {
@@ -203,11 +214,11 @@ query CompositionSeries {
     },
     {
       query: `# A vault by its chain and contract: chainId decimal (8453) or
-# CAIP-2 (eip155:8453), the address in any case. Put in a
-# vault's chainId and contract.address (null when none has
-# them); caip10 is its CAIP-10 id with the EIP-55 checksum.
+# CAIP-2 (eip155:8453), the address in any case (null when
+# no vault has them); caip10 is its CAIP-10 id with the
+# EIP-55 checksum.
 query VaultByAddress {
-  vaultByAddress(chainId: "eip155:1", address: "0x0000000000000000000000000000000000000000") {
+  vaultByAddress(chainId: ${JSON.stringify(`eip155:${contract.chainId}`)}, address: ${JSON.stringify(contract.address)}) {
     id name chainId caip10 contract { address }
   }
 }

@@ -14,7 +14,12 @@ import { EXPLORER_NOW, explorerDocument, fullVault, WALLET } from '../support/ex
 // graphql instance: the test runner may load the gateway's schema through another copy of graphql.
 const schema = buildSchema(readFileSync(path.join(packageRoot, 'schema.graphql'), 'utf8'))
 
-const ids = { vaultId: fullVault.id, wallet: WALLET, walletVaultId: fullVault.id }
+const ids = {
+  vaultId: fullVault.id,
+  wallet: WALLET,
+  walletVaultId: fullVault.id,
+  contract: { chainId: fullVault.chain_id!, address: fullVault.contract.address },
+}
 
 /** `Type.field` for every field an operation selects, at any depth (fragments aside: the examples use none). */
 function selectedFields(schema: GraphQLSchema, op: OperationDefinitionNode): string[] {
@@ -76,6 +81,15 @@ describe(`GraphiQL examples (${testBackend})`, () => {
     }
     expect(answers.CreateApiKey).toMatchObject({ createApiKey: { keyPrefix: 'my-desk', apiKey: expect.stringMatching(/^my-desk_/) } })
     expect(answers.RevokeApiKey).toEqual({ revokeApiKey: { revoked: true } })
+    expect(answers.VaultByAddress).toEqual({
+      vaultByAddress: {
+        id: fullVault.id,
+        name: 'Alpha USDC',
+        chainId: '1',
+        caip10: 'eip155:1:0x1111111111111111111111111111111111111111',
+        contract: { address: fullVault.contract.address },
+      },
+    })
   })
 
   it('explain the headers of every operation that needs them', () => {
@@ -160,5 +174,10 @@ describe(`GraphiQL examples (${testBackend})`, () => {
       ],
     }
     expect(exampleIdsFromHints(hints)).toEqual({ vaultId: 'a-vault', wallet: '0x00000000000000000000000000000000000000bb', walletVaultId: 'a-vault' })
+    const contract = { vaultId: 'b-vault', chainId: '8453', address: '0x00000000000000000000000000000000000000cc' }
+    expect(exampleIdsFromHints({ ...hints, contract })).toMatchObject({ contract: { chainId: '8453', address: contract.address } })
+    expect(exampleOperations(exampleIdsFromHints({ ...hints, contract })).find((e) => e.query.includes('query VaultByAddress'))!.query).toContain(
+      `vaultByAddress(chainId: "eip155:8453", address: "${contract.address}")`,
+    )
   })
 })

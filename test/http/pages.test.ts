@@ -38,7 +38,7 @@ describe(`explorer and reference pages (${testBackend})`, () => {
       expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
       for (const m of (await res.text()).matchAll(/^import [^']*'\.\/([\w-]+\.js)'/gm)) pending.push(m[1]!)
     }
-    expect([...seen].sort()).toEqual(['explorer.js', 'freshness.js', 'lib.js', 'live.js', 'performance.js'])
+    expect([...seen].sort()).toEqual(['explorer.js', 'freshness.js', 'lib.js', 'live.js', 'performance.js', 'wallet.js'])
   })
 
   it('answers / with the list of surfaces to other clients', async () => {

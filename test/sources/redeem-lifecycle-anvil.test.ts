@@ -1,5 +1,6 @@
 import { toEventSelector, type Address, type TransactionReceipt } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { registry } from '../../src/core/metrics.js'
 import { parseSourcesConfig } from '../../src/sources/config.js'
 import { startSourceFollower, type SourceFollower } from '../../src/sources/follower.js'
 import { sourcesStatus } from '../../src/sources/status.js'
@@ -44,6 +45,8 @@ describe.skipIf(skip)(anvilSuiteTitle(`ERC-7540 redeem lifecycle: pending → cl
   const r: Record<string, TransactionReceipt> = {}
   /** The eth_calls the follower sent, as (to, block). */
   const calls: { to: string; block: string }[] = []
+  /** Dave's ETA once Carol's redeem completed (both percentiles of the vault's one delay). */
+  let daveEta: string
 
   const get = async (path: string) => (await t.request(path)).json()
   const idOf = (receipt: TransactionReceipt) => {
@@ -196,6 +199,7 @@ describe.skipIf(skip)(anvilSuiteTitle(`ERC-7540 redeem lifecycle: pending → cl
     // Carol's redeem took (claim block − 8) blocks: both percentiles of the vault's one delay.
     const delay = (Number(claim.blockNumber) - 8) * BLOCK_TIME
     const eta = new Date(Date.parse(iso(9)) + delay * 1000).toISOString()
+    daveEta = eta
     expect(await get(`/v1/users/${dave}/redeems`)).toMatchObject({
       pending_redeems: [{ ...daveItem(), status: 'pending', queue_position: 1, amount_ahead: '0', eta: { p50: eta, p90: eta } }],
       total_pending: '400',
@@ -203,5 +207,40 @@ describe.skipIf(skip)(anvilSuiteTitle(`ERC-7540 redeem lifecycle: pending → cl
       average_redeem_delay: delay,
     })
     expect(receiver.requests).toHaveLength(2)
+  })
+
+  it('puts a claimable redeem back in the queue when a reorg deeper than the confirmations takes its fulfilment away', async () => {
+    const pendingDave = { ...daveItem(), status: 'pending', queue_position: 1, amount_ahead: '0', eta: { p50: daveEta, p90: daveEta } }
+    const reorgs = async () =>
+      (await registry.getSingleMetric('vaultgate_source_reorgs_total')!.get()).values.find((v) => v.labels.chain === 'anvil')?.value ?? 0
+    const reorgsBefore = await reorgs()
+    const fork = await chain.snapshot()
+    // The branch that will be replaced: Dave's request fulfilled, seen claimable (and announced).
+    await chain.fulfill(dave, 400n * SHARE) // fork + 1
+    await chain.mine(2) // fork + 2, + 3: fork + 1 confirmed
+    await syncedTo(await confirmedHead())
+    expect(await within(10_000, () => receiver.requests.length >= 3)).toBe(true)
+    expect(delivered()[2]).toEqual({ type: 'redeem.claimable', data: { ...redeemed(r.dave!, dave, '400', 9), status: 'claimable', completed_at: null } })
+    expect(await get(`/v1/users/${dave}/redeems`)).toMatchObject({
+      pending_redeems: [{ ...daveItem(), status: 'claimable', queue_position: null, amount_ahead: null, eta: null }],
+      total_pending: '0',
+      total_claimable: '400',
+    })
+
+    // Back to the fork, and a longer branch without the fulfilment: the follower finds its recorded
+    // block replaced, rolls the range back, and reads the new branch, where the vault reports nothing claimable.
+    await chain.revert(fork)
+    await chain.mine(6) // fork + 1 … + 6: synced past the old branch's fork + 1 only on the new branch
+    expect(await within(30_000, async () => (await get(`/v1/users/${dave}/redeems`)).total_claimable === '0')).toBe(true)
+    await syncedTo(await confirmedHead())
+    expect(await get(`/v1/users/${dave}/redeems`)).toMatchObject({ pending_redeems: [pendingDave], total_pending: '400', total_claimable: '0' })
+    expect((await get(`/v1/users/${dave}/transactions?type=redeem`)).items).toEqual([
+      { id: idOf(r.dave!), vault_id: 'q-7540', type: 'redeem', status: 'pending', amount: '400', timestamp: iso(9), tx_hash: r.dave!.transactionHash },
+    ])
+    expect(await reorgs()).toBe(reorgsBefore + 1)
+    const [status] = await sourcesStatus(t.db.prisma, sources())
+    expect(status).toMatchObject({ status: 'ok', lastError: null })
+    // Nothing completed on either branch: no redeem.completed for Dave, and no second redeem.claimable.
+    expect(receiver.requests).toHaveLength(3)
   })
 })

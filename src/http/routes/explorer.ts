@@ -14,7 +14,7 @@ const explorerDir = path.join(packageRoot, 'public', 'explorer')
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 
 /** The page's own files: the entry module, the modules it imports, the stylesheet. */
-export const EXPLORER_FILES = ['explorer.js', 'lib.js', 'performance.js', 'freshness.js', 'live.js', 'explorer.css']
+export const EXPLORER_FILES = ['explorer.js', 'lib.js', 'performance.js', 'freshness.js', 'wallet.js', 'live.js', 'explorer.css']
 
 /** The links a non-browser client gets at `/`. */
 const INDEX = {
