@@ -2,6 +2,7 @@ import SchemaBuilder from '@pothos/core'
 import PrismaPlugin from '@pothos/plugin-prisma'
 import RelayPlugin from '@pothos/plugin-relay'
 import type { Context } from './context.js'
+import { PUBLIC } from './public-operations.js'
 import { prisma } from '../db/client.js'
 import type { Decimal } from '../core/decimal.js'
 import { getDatamodel } from '../generated/pothos-types.js'
@@ -31,6 +32,8 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
+    // A page's cursors and flags: public wherever the connection above it is (the classifier checks the whole path).
+    pageInfoTypeOptions: { extensions: PUBLIC },
   },
 })
 

@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import { cost, pageCost } from '../cost.js'
+import { KEY_MANAGEMENT } from '../public-operations.js'
 import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER, REST_CURSOR } from '../../core/signed-cursor.js'
 import { parseAllowedCidrs } from '../../keys/cidr.js'
@@ -65,6 +66,7 @@ builder.queryField('apiKey', (t) =>
   t.field({
     type: ApiKey,
     nullable: true,
+    extensions: KEY_MANAGEMENT,
     description: "The caller's active API key, or null when it has none.",
     resolve: async (_root, _args, ctx) => activeApiKey((await ctx.viewer()).wallet, ctx.clock()),
   }),
@@ -73,6 +75,7 @@ builder.queryField('apiKey', (t) =>
 builder.mutationField('createApiKey', (t) =>
   t.field({
     type: NewApiKey,
+    extensions: KEY_MANAGEMENT,
     description: 'Creates an API key for the caller; its previous key is revoked in the same transaction.',
     args: {
       keyPrefix: t.arg.string({ description: 'Matches [A-Za-z0-9][A-Za-z0-9_-]{0,31}; default "vaultgate".' }),
@@ -95,6 +98,7 @@ builder.mutationField('createApiKey', (t) =>
 builder.mutationField('revokeApiKey', (t) =>
   t.field({
     type: RevokeApiKeyResult,
+    extensions: KEY_MANAGEMENT,
     description: "Revokes the caller's active API key.",
     resolve: async (_root, _args, ctx) => ({ revoked: await revokeApiKey((await ctx.viewer()).wallet, ctx.clock) }),
   }),
@@ -129,7 +133,7 @@ builder.queryField('apiKeyEvents', (t) =>
     type: ApiKeyEventConnection,
     description:
       "The caller's key history, newest first: creations, revocations, replacements, allowlist removals and expiries. Forward pagination with after = pageInfo.endCursor.",
-    extensions: cost(pageCost),
+    extensions: { ...cost(pageCost), ...KEY_MANAGEMENT },
     args: {
       first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
       after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page.' }),
@@ -191,6 +195,7 @@ const Usage = builder.objectRef<{ days: number; since: string; items: UsageDay[]
 builder.queryField('apiKeyUsage', (t) =>
   t.field({
     type: Usage,
+    extensions: KEY_MANAGEMENT,
     description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}; today included). Counts are written in batches: the last few seconds may not show yet.`,
     args: { days: t.arg.int({ description: `1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}.` }) },
     resolve: async (_root, args, ctx) => {

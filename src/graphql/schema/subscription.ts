@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import type { Context } from '../context.js'
+import { KEY_MANAGEMENT } from '../public-operations.js'
 import { AppError, notFound, quoted } from '../../core/errors.js'
 import type { LiveHub } from '../../live/hub.js'
 import { keyChanges, vaultChanges, walletTransactions } from '../../live/streams.js'
@@ -59,6 +60,7 @@ builder.subscriptionField('walletActivity', (t) =>
 builder.subscriptionField('apiKeyChanged', (t) =>
   t.field({
     type: ApiKeyEvent,
+    extensions: KEY_MANAGEMENT,
     description:
       "Each change to the caller's own API key from now on, as its history entry: created, revoked, replaced, disabled (the wallet left the allowlist) or expired. Wallet session auth, as for `apiKey`.",
     subscribe: async (_root, _args, ctx) => {
