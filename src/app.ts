@@ -116,7 +116,7 @@ export function createApp({
   // Verifications leave usage counts and last-use times in memory, written every API_KEY_USAGE_FLUSH_MS.
   const usage = createUsageRecorder({ write: flushUsageThrough(db.prisma), flushMs: config.apiKeyUsageFlushMs })
   // Usage older than 90 days goes: an hour after start, then hourly (every instance; the DELETE is idempotent).
-  const prune = () => pruneUsage(clock())
+  const prune = () => pruneUsage(db.prisma, clock())
   const retention = setInterval(() => void prune().catch((err: unknown) => logger.warn({ err }, 'API key usage retention failed')), 3_600_000)
   retention.unref()
   // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.
@@ -151,7 +151,7 @@ export function createApp({
     )
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
+  const yoga = createGatewayYoga({ config, db: db.prisma, clock, limits, examples, live, freshness })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -251,7 +251,7 @@ export function createApp({
     if (data) c.set('dataAsOf', data.header)
     return response
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged: dataChanged, webhooks, limits }))
+  app.route('/admin', adminRoutes(config, { db: db.prisma, clock, onDataChanged: dataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, verifier, limits))
   const v1 = new Hono<AppEnv>()
   mountRoutes(v1, yoga, restRoutes, responseCache, freshness)

@@ -3,7 +3,6 @@ import PrismaPlugin from '@pothos/plugin-prisma'
 import RelayPlugin from '@pothos/plugin-relay'
 import type { Context } from './context.js'
 import { PUBLIC } from './public-operations.js'
-import { prisma } from '../db/client.js'
 import type { Decimal } from '../core/decimal.js'
 import { getDatamodel } from '../generated/pothos-types.js'
 import type PrismaTypes from '../generated/pothos-types.js'
@@ -23,8 +22,8 @@ export const builder = new SchemaBuilder<{
   plugins: [PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   prisma: {
-    // Read at call time: the client is created at boot (embedded PGlite or PostgreSQL).
-    client: () => prisma,
+    // The request's client (Context.db), the one every other resolver reads through.
+    client: (ctx) => ctx.db,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
     onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',

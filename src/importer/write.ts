@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../core/clock.js'
-import { prisma, type Db } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import type { Prisma } from '../generated/prisma/client.js'
 import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
 import { announceDataChange } from './changes.js'
@@ -348,7 +348,7 @@ export interface ImportOptions {
  * Validates `doc`, then writes it in one transaction (writeImport). All or nothing. Returns the
  * rows written (inserted or updated) per kind.
  */
-export async function importDocument(doc: unknown, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+export async function importDocument(doc: unknown, db: Db, options: ImportOptions = {}): Promise<ImportCounts> {
   return importSource(sourceOf(validateImportDocument(doc)), db, options)
 }
 
@@ -357,7 +357,7 @@ export async function importDocument(doc: unknown, db: Db = prisma, options: Imp
  * the demo seed's generated dataset, which test/demo/demo.test.ts checks is, and whose 140,000
  * snapshots would otherwise cost the first start seconds of validation.
  */
-export async function writeDocument(data: ImportDocument, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+export async function writeDocument(data: ImportDocument, db: Db, options: ImportOptions = {}): Promise<ImportCounts> {
   return importSource(sourceOf(data), db, options)
 }
 
@@ -367,7 +367,7 @@ export async function writeDocument(data: ImportDocument, db: Db = prisma, optio
  */
 export async function importSource(
   source: ImportSource,
-  db: Db = prisma,
+  db: Db,
   { onProgress = () => {}, clock = systemClock, maxChunkRows }: ImportOptions = {},
 ): Promise<ImportCounts> {
   const importedAt = clock().toISOString()

@@ -38,7 +38,7 @@ describe(`REST shim (${testBackend})`, () => {
   let app: Hono<AppEnv>
   beforeAll(async () => {
     t = await createTestApp()
-    await insertVault('v1', { tvl: '12.50' })
+    await insertVault(t.db.prisma, 'v1', { tvl: '12.50' })
     app = new Hono<AppEnv>()
     mountRoutes(app, t.app.yoga, [route, { ...route, path: '/private/:vault_id', cache: undefined }])
     app.onError((err, c) => errorResponse(c, err))

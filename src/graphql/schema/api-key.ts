@@ -68,7 +68,7 @@ builder.queryField('apiKey', (t) =>
     nullable: true,
     extensions: KEY_MANAGEMENT,
     description: "The caller's active API key, or null when it has none.",
-    resolve: async (_root, _args, ctx) => activeApiKey((await ctx.viewer()).wallet, ctx.clock()),
+    resolve: async (_root, _args, ctx) => activeApiKey(ctx.db, (await ctx.viewer()).wallet, ctx.clock()),
   }),
 )
 
@@ -89,7 +89,7 @@ builder.mutationField('createApiKey', (t) =>
       // The caller first (an unauthenticated request learns nothing about its arguments), then them.
       const { wallet } = await ctx.viewer()
       const settings = { keyPrefix: parseKeyPrefix(args.keyPrefix), name: parseKeyName(args.name), allowedCidrs: parseAllowedCidrs(args.allowedCidrs) }
-      const { record, apiKey } = await createApiKey(wallet, settings, ctx.clock)
+      const { record, apiKey } = await createApiKey(ctx.db, wallet, settings, ctx.clock)
       return { ...record, apiKey }
     },
   }),
@@ -100,7 +100,7 @@ builder.mutationField('revokeApiKey', (t) =>
     type: RevokeApiKeyResult,
     extensions: KEY_MANAGEMENT,
     description: "Revokes the caller's active API key.",
-    resolve: async (_root, _args, ctx) => ({ revoked: await revokeApiKey((await ctx.viewer()).wallet, ctx.clock) }),
+    resolve: async (_root, _args, ctx) => ({ revoked: await revokeApiKey(ctx.db, (await ctx.viewer()).wallet, ctx.clock) }),
   }),
 )
 
@@ -144,7 +144,7 @@ builder.queryField('apiKeyEvents', (t) =>
       // The REST shim (`rest` in Yoga's server context, src/rest/mount.ts) names its own parameter.
       const argument = (ctx as { rest?: boolean }).rest ? REST_CURSOR : GRAPHQL_AFTER
       const after = args.after === null || args.after === undefined ? null : decodeHistoryCursor(wallet, args.after, argument)
-      const { entries, hasNextPage } = await keyHistory(wallet, ctx.now, after, limit)
+      const { entries, hasNextPage } = await keyHistory(ctx.db, wallet, ctx.now, after, limit)
       return {
         edges: entries.map((e) => ({ cursor: e.cursor, node: e })),
         pageInfo: { hasNextPage, hasPreviousPage: after !== null, startCursor: entries[0]?.cursor ?? null, endCursor: entries.at(-1)?.cursor ?? null },
@@ -201,7 +201,7 @@ builder.queryField('apiKeyUsage', (t) =>
     resolve: async (_root, args, ctx) => {
       const days = checkUsageDays(args.days)
       const { wallet } = await ctx.viewer()
-      return usageOf(wallet, days, ctx.now)
+      return usageOf(ctx.db, wallet, days, ctx.now)
     },
   }),
 )

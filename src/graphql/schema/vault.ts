@@ -1,5 +1,4 @@
 import { builder } from '../builder.js'
-import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
@@ -123,7 +122,7 @@ builder.queryField('vault', (t) =>
     description: 'One vault by id, or null when there is none.',
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const vault = await prisma.vault.findUnique({ ...query, where: { id: args.id } })
+      const vault = await ctx.db.vault.findUnique({ ...query, where: { id: args.id } })
       // Every field of a vault is its data: the answer is as of the vault's data time (decisions §10).
       if (vault) await ctx.readData([vault.id])
       return vault
@@ -142,7 +141,7 @@ builder.queryField('vaultByAddress', (t) =>
       address: t.arg.string({ required: true, description: 'The contract address: 0x followed by 40 hex digits, in any case.' }),
     },
     resolve: async (_root, args, ctx) => {
-      const vault = await findVaultByAddress(parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address))
+      const vault = await findVaultByAddress(ctx.db, parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address))
       // As of the vault's data time, as vault(id:) is (decisions §10; src/freshness/answer.ts).
       if (vault) await ctx.readData([vault.id])
       return vault
@@ -201,7 +200,7 @@ builder.queryField('vaults', (t) =>
       const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null, search: checkSearch(args.search) }
       const order = args.orderBy ? { field: args.orderBy.field, direction: args.orderBy.direction ?? 'desc' } : null
       const page = vaultPageRequest(filter, args, order)
-      const { rows, more, positions, performance } = await findVaultPage(filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
+      const { rows, more, positions, performance } = await findVaultPage(ctx.db, filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
       // A page is as of the newest data of the vaults it lists (an empty one: of all the data, decisions §10).
       await ctx.readData(rows.map((r) => r.id))
       // The performance an APY order read already answers the nodes' performance fields.

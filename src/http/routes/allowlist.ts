@@ -2,6 +2,7 @@ import { Hono } from 'hono'
 import { addToAllowlist, listAllowlist, removeFromAllowlist, type AllowlistEntryView } from '../../keys/allowlist.js'
 import { normalizeAddress } from '../../wallets/address.js'
 import type { Clock } from '../../core/clock.js'
+import type { Db } from '../../db/client.js'
 import { badRequest, quoted } from '../../core/errors.js'
 import type { AppEnv } from '../env.js'
 import { parseJsonObject } from '../json-body.js'
@@ -25,21 +26,21 @@ async function note(text: string): Promise<string | undefined> {
 }
 
 /** `/admin/allowlist` (mounted behind the admin token): the wallets that may hold API keys. */
-export function allowlistRoutes(clock: Clock) {
+export function allowlistRoutes(db: Db, clock: Clock) {
   const app = new Hono<AppEnv>()
   const ok = (data: unknown) => ({ status: 'ok', data, server_time_ms: Date.now() })
 
-  app.get('/', async (c) => c.json(ok({ items: (await listAllowlist()).map(entryJson) })))
+  app.get('/', async (c) => c.json(ok({ items: (await listAllowlist(db)).map(entryJson) })))
 
   app.put('/:address', async (c) => {
     const wallet = address(c.req.param('address'))
-    const { entry, added } = await addToAllowlist(wallet, await note(await c.req.text()))
+    const { entry, added } = await addToAllowlist(db, wallet, await note(await c.req.text()))
     return c.json(ok({ ...entryJson(entry), added }))
   })
 
   app.delete('/:address', async (c) => {
     const wallet = address(c.req.param('address'))
-    const { removed, revokedKeyId } = await removeFromAllowlist(wallet, clock)
+    const { removed, revokedKeyId } = await removeFromAllowlist(db, wallet, clock)
     return c.json(ok({ address: wallet, removed, revokedKeyId }))
   })
   return app
