@@ -22,7 +22,7 @@ export const builder = new SchemaBuilder<{
   plugins: [PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   prisma: {
-    // The request's client (Context.db), the one every other resolver reads through.
+    // The client the context carries (Context.db), as every other resolver reads it.
     client: (ctx) => ctx.db,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
