@@ -129,7 +129,7 @@ for (const s of list) {
           const u = new URL(base + r.path)
           const filter = { address: info.whale, vaultId: info.vaultIds[0]!, type: null }
           const c = u.searchParams.get('cursor')
-          return fetchHistoryPage(filter, c ? decodeCursor(c, filter) : null, 50)
+          return fetchHistoryPage(db.prisma, filter, c ? decodeCursor(c, filter) : null, 50)
         }
         const d = docs.get(r)!
         return db.prisma.vault.findUnique({ where: { id: String(d.variables.id ?? d.variables.vaultId) } })
@@ -138,7 +138,7 @@ for (const s of list) {
     [
       'graphql',
       async (r) => {
-        const context = createContext({ request: new Request(base + r.path), now: new Date() })
+        const context = createContext({ db: db.prisma, request: new Request(base + r.path), now: new Date() })
         const result = await execute({ schema, document: parsed.get(r)!, variableValues: docs.get(r)!.variables, contextValue: context })
         if (result.errors) throw new Error(result.errors[0]!.message)
         return JSON.stringify(result)

@@ -20,7 +20,7 @@ import { applyRuntimeFlags } from './core/runtime-flags.js'
 import { normalizeAddress } from './wallets/address.js'
 import { loadSourcesFile, SourcesConfigError } from './sources/config.js'
 import { BootError, prepareDatabase, startGateway, unreachableDatabase } from './server.js'
-import { prisma } from './db/client.js'
+import type { Db } from './db/client.js'
 import type { ImportCounts } from './importer/write.js'
 import {
   adminApiOps,
@@ -72,10 +72,10 @@ export async function callAdmin(config: Config, url: string, method: string, pat
 }
 
 /** Runs `work` with direct database access, unless a running gateway owns the data directory. */
-export async function withDatabase<T>(config: Config, work: () => Promise<T>): Promise<T> {
+export async function withDatabase<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
   const { db, lock } = await prepareDatabase(config)
   try {
-    return await work()
+    return await work(db.prisma)
   } finally {
     await db.close()
     await lock?.release()
@@ -271,9 +271,9 @@ async function importCommand(file: string): Promise<void> {
       const doc = parseImportJson(text, `${file} is not valid JSON.`)
       const { importDocument } = await import('./importer/write.js')
       progress.update('Opening the database')
-      counts = await withDatabase(config, () => {
+      counts = await withDatabase(config, (db) => {
         progress.update('Validating the document')
-        return importDocument(doc, undefined, { onProgress: (p) => progress.update(`Writing ${p.kind}`, p.done, p.total) })
+        return importDocument(doc, db, { onProgress: (p) => progress.update(`Writing ${p.kind}`, p.done, p.total) })
       })
     }
   } finally {
@@ -296,7 +296,9 @@ async function allowlistCommand(action: 'add' | 'remove' | 'list', rawAddress?: 
     const url = await runningGateway(config)
     const items = url
       ? ((await callAdmin(config, url, 'GET', '/allowlist')) as { items: AllowlistEntryJson[] }).items
-      : await withDatabase(config, async () => (await listAllowlist()).map((e) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })))
+      : await withDatabase(config, async (db) =>
+          (await listAllowlist(db)).map((e) => ({ address: e.address, note: e.note, createdAtMs: e.createdAt.getTime() })),
+        )
     if (items.length === 0) out('The allowlist is empty.')
     for (const e of items) out(`${e.address}  ${new Date(e.createdAtMs).toISOString()}${e.note ? `  ${e.note}` : ''}`)
     return
@@ -309,13 +311,13 @@ async function allowlistCommand(action: 'add' | 'remove' | 'list', rawAddress?: 
   if (action === 'add') {
     const { added } = url
       ? ((await callAdmin(config, url, 'PUT', `/allowlist/${address}`, note === undefined ? undefined : JSON.stringify({ note }))) as { added: boolean })
-      : await withDatabase(config, () => addToAllowlist(address, note))
+      : await withDatabase(config, (db) => addToAllowlist(db, address, note))
     out(added ? `Added ${address} to the allowlist.` : `${address} was already on the allowlist${note === undefined ? '' : '; its note is updated'}.`)
     return
   }
   const { removed, revokedKeyId } = url
     ? ((await callAdmin(config, url, 'DELETE', `/allowlist/${address}`)) as { removed: boolean; revokedKeyId: string | null })
-    : await withDatabase(config, () => removeFromAllowlist(address, systemClock))
+    : await withDatabase(config, (db) => removeFromAllowlist(db, address, systemClock))
   const key = revokedKeyId ? ` Its API key ${revokedKeyId} is revoked.` : ''
   out(removed ? `Removed ${address} from the allowlist.${key}` : `${address} was not on the allowlist.${key}`)
 }
@@ -329,7 +331,7 @@ async function webhooksCommand(command: WebhooksCommand): Promise<void> {
         command,
         adminApiOps((method, path, body) => callAdmin(config, url, method, path, body)),
       )
-    : await withDatabase(config, () => runWebhooksCommand(command, serviceOps(webhookServiceFor(config, prisma))))
+    : await withDatabase(config, (db) => runWebhooksCommand(command, serviceOps(webhookServiceFor(config, db))))
   for (const line of lines) out(line)
 }
 

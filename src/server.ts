@@ -148,16 +148,16 @@ export async function startGateway(config: Config, { progress = silentProgress }
       )
     }
     if (applied.length > 0) logger.info({ applied }, 'migrations applied')
-    await upsertAllowlist(config.allowlist)
+    await upsertAllowlist(db.prisma, config.allowlist)
     let hints: Promise<DemoHints> | undefined
     if (config.seedDemo) {
       progress.update('Checking for demo data')
-      const seeded = await seedDemoIfEmpty(undefined, { onProgress: (label, done, total) => progress.update(label, done, total) })
+      const seeded = await seedDemoIfEmpty(db.prisma, { onProgress: (label, done, total) => progress.update(label, done, total) })
       progress.end()
       if (seeded.seeded) logger.info({ counts: seeded.counts }, 'demo data loaded')
       // On a later start they are read back with two scans of the transactions: after the
       // gateway is ready, not before (only the banner and GraphiQL's examples wait for them).
-      hints = seeded.hints ? Promise.resolve(seeded.hints) : demoHintsFromDatabase()
+      hints = seeded.hints ? Promise.resolve(seeded.hints) : demoHintsFromDatabase(db.prisma)
       hints.catch(() => {})
     }
     const { createApp } = await appModule

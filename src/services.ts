@@ -46,7 +46,7 @@ export function createServices({
   // Verifications leave usage counts and last-use times in memory, written every API_KEY_USAGE_FLUSH_MS.
   const usage = createUsageRecorder({ write: flushUsageThrough(db.prisma), flushMs: config.apiKeyUsageFlushMs })
   // Usage older than 90 days goes: an hour after start, then hourly (every instance; the DELETE is idempotent).
-  const prune = () => pruneUsage(clock())
+  const prune = () => pruneUsage(db.prisma, clock())
   const retention = setInterval(() => void prune().catch((err: unknown) => logger.warn({ err }, 'API key usage retention failed')), 3_600_000)
   retention.unref()
   // Other instances' revocations arrive by NOTIFY on the process' one LISTEN connection.
@@ -80,7 +80,7 @@ export function createServices({
     )
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
-  const yoga = createGatewayYoga({ config, clock, limits, examples, live, freshness })
+  const yoga = createGatewayYoga({ config, db: db.prisma, clock, limits, examples, live, freshness })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)

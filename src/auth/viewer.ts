@@ -1,4 +1,5 @@
 import { AppError } from '../core/errors.js'
+import type { Db } from '../db/client.js'
 import { countFailure, type RateLimits } from '../core/rate-limit.js'
 import { notWhitelisted } from '../keys/service.js'
 import { isAllowlisted } from '../keys/store.js'
@@ -17,7 +18,12 @@ export interface Viewer {
  * that client's refused tokens get 429. The token is verified first: a valid session is never
  * refused for anyone's wrong ones. Every door (hot path, REST, /graphql) comes through here.
  */
-export async function resolveViewer(request: Request, session: SessionAuth | undefined, failures?: { limits: RateLimits; client: string }): Promise<Viewer> {
+export async function resolveViewer(
+  db: Db,
+  request: Request,
+  session: SessionAuth | undefined,
+  failures?: { limits: RateLimits; client: string },
+): Promise<Viewer> {
   if (!session) throw new AppError('unavailable', 'Key management is not configured on this server (AUTH_JWKS_URL or AUTH_JWKS_FILE).')
   const token = bearerToken(request.headers.get('authorization'))
   let claims: Awaited<ReturnType<SessionAuth['verify']>>
@@ -30,6 +36,6 @@ export async function resolveViewer(request: Request, session: SessionAuth | und
     throw e
   }
   const wallet = selectWallet(walletsFromClaims(claims), request.headers.get('x-service-wallet'))
-  if (!(await isAllowlisted(wallet))) throw notWhitelisted()
+  if (!(await isAllowlisted(db, wallet))) throw notWhitelisted()
   return { wallet }
 }

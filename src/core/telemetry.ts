@@ -23,8 +23,8 @@ let traceApi: typeof import('@opentelemetry/api') | undefined
 export async function startTelemetry(env: NodeJS.ProcessEnv = process.env): Promise<Telemetry | undefined> {
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT || started) return started
   // ESM imports of `http` and `pg` are instrumented through import-in-the-middle's loader hook,
-  // for those modules only: it re-exports what it wraps by value, so an `export let` elsewhere
-  // (src/db/client.ts's `prisma`) would no longer follow its assignments.
+  // for those modules only: it re-exports what it wraps by value, so a module's `export let`
+  // would no longer follow its assignments.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['http', 'https', 'pg'] } })
   const [
     api,

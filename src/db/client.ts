@@ -14,9 +14,6 @@ import { applyMigrations, type AppliedRow } from './migrate.js'
 
 export type Db = PrismaClient
 
-/** The process-wide Prisma client; set by openDatabase() at boot. */
-export let prisma: PrismaClient
-
 export interface Database {
   mode: 'embedded' | 'postgres'
   prisma: PrismaClient
@@ -209,7 +206,6 @@ export async function openDatabase(
   }
   const { end, ...rest } = driver
   const client = new PrismaClient({ adapter: observedFactory(driver.factory) })
-  prisma = client
   let changes: ChangeFeed | undefined
   return {
     ...rest,

@@ -14,7 +14,7 @@ export interface SeedResult {
  * the current time (hour-aligned by the generator) so "7d" windows and pending redeems look live.
  */
 export async function seedDemoIfEmpty(
-  db?: Db,
+  db: Db,
   opts: { seed?: number; now?: Date; onProgress?: (label: string, done?: number, total?: number) => void } = {},
 ): Promise<SeedResult> {
   if (await hasVaults(db)) return { seeded: false }
@@ -34,7 +34,7 @@ export async function seedDemoIfEmpty(
  * a few vault ids and the contract of the first of them with a chain id, the wallet with pending
  * redeems in the most vaults, and two open positions in other wallets and vaults, the most active first.
  */
-export async function demoHintsFromDatabase(db?: Db): Promise<DemoHints> {
+export async function demoHintsFromDatabase(db: Db): Promise<DemoHints> {
   const { vaultIds, contract, pending, positions } = await readHintRows(db)
   const wallets: DemoHints['wallets'] = []
   const [p] = pending

@@ -1,8 +1,8 @@
-import { prisma, type Db } from '../db/client.js'
+import type { Db } from '../db/client.js'
 
 // The demo's reads: whether a database holds data at all, and the hints a later start prints.
 
-export async function hasVaults(db: Db = prisma): Promise<boolean> {
+export async function hasVaults(db: Db): Promise<boolean> {
   return (await db.vault.findFirst({ select: { id: true } })) !== null
 }
 
@@ -11,7 +11,7 @@ export async function hasVaults(db: Db = prisma): Promise<boolean> {
  * open positions (shares deposited minus shares redeemed or withdrawn, pending ones included, above
  * zero) with the most transactions. Every order ends on the key, so the same data gives the same rows.
  */
-export async function readHintRows(db: Db = prisma) {
+export async function readHintRows(db: Db) {
   const vaults = await db.vault.findMany({ select: { id: true, chainId: true, contractAddress: true }, orderBy: { id: 'asc' }, take: 8 })
   const pending = await db.$queryRaw<{ address: string; vault_ids: string[] }[]>`
     SELECT address, array_agg(DISTINCT vault_id ORDER BY vault_id) AS vault_ids FROM transactions

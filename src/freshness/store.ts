@@ -26,27 +26,3 @@ export async function readDataTimes(db: FreshnessDb): Promise<DataTimes> {
   for (const [id, ms] of row?.vaults ?? []) vaults.set(id, new Date(Number(ms)))
   return { dataAsOf: row?.data_as_of ?? null, lastImportAt: row?.last_import_at ?? null, vaults }
 }
-
-/**
- * After records were taken back (a chain reorg's rollback, src/sources/store.ts rollBack): each
- * vault's data time (vaults.data_as_of) becomes the newest time its remaining data holds — its
- * newest vault and composition snapshot (one backward probe each on their keys) and its newest
- * transaction time, submitted or completed (a scan of its transactions: no index orders them by
- * time; a rollback is rare) — and data_as_of the newest of those; neither ever later than it was,
- * which keeps an import's clamp of rows dated after it. No data left: null. Run inside the
- * rollback's transaction, so no reader sees the records gone and the old times.
- */
-export async function recomputeDataAsOf(tx: Pick<PrismaClient, '$executeRawUnsafe'>): Promise<void> {
-  await tx.$executeRawUnsafe(`WITH held AS (
-      SELECT v.id, v.data_as_of AS was, GREATEST(
-        (SELECT s.as_of FROM vault_snapshots s WHERE s.vault_id = v.id ORDER BY s.as_of DESC LIMIT 1),
-        (SELECT c.as_of FROM composition_snapshots c WHERE c.vault_id = v.id ORDER BY c.as_of DESC LIMIT 1),
-        (SELECT max(GREATEST(t.timestamp, t.completed_at)) FROM transactions t WHERE t.vault_id = v.id)
-      ) AS t FROM vaults v
-    ), vault_times AS (
-      UPDATE vaults v SET data_as_of = CASE WHEN held.t IS NULL THEN NULL ELSE LEAST(held.was, held.t) END
-      FROM held WHERE v.id = held.id AND v.data_as_of IS DISTINCT FROM (CASE WHEN held.t IS NULL THEN NULL ELSE LEAST(held.was, held.t) END)
-    )
-    UPDATE data_state SET data_as_of = CASE WHEN newest.t IS NULL THEN NULL ELSE LEAST(data_state.data_as_of, newest.t) END
-    FROM (SELECT max(t) AS t FROM held) newest WHERE data_state.id = 1`)
-}

@@ -2,7 +2,7 @@ import SchemaBuilder from '@pothos/core'
 import PrismaPlugin from '@pothos/plugin-prisma'
 import RelayPlugin from '@pothos/plugin-relay'
 import type { Context } from './context.js'
-import { prisma } from '../db/client.js'
+import { PUBLIC } from './public-operations.js'
 import type { Decimal } from '../core/decimal.js'
 import { getDatamodel } from '../generated/pothos-types.js'
 import type PrismaTypes from '../generated/pothos-types.js'
@@ -22,8 +22,8 @@ export const builder = new SchemaBuilder<{
   plugins: [PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   prisma: {
-    // Read at call time: the client is created at boot (embedded PGlite or PostgreSQL).
-    client: () => prisma,
+    // The client the context carries (Context.db), as every other resolver reads it.
+    client: (ctx) => ctx.db,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
     onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
@@ -31,6 +31,8 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
+    // A page's cursors and flags: public wherever the connection above it is (the classifier checks the whole path).
+    pageInfoTypeOptions: { extensions: PUBLIC },
   },
 })
 

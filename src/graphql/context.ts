@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Viewer } from '../auth/viewer.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Deadline } from '../core/deadlines.js'
+import type { Db } from '../db/client.js'
 import { AppError } from '../core/errors.js'
 import { DEFAULT_SPIKE_PCT } from '../vaults/performance.js'
 import { DataUse } from '../freshness/answer.js'
@@ -9,8 +10,10 @@ import type { DataTimes, Freshness } from '../freshness/status.js'
 import type { LiveHub } from '../live/hub.js'
 import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
-/** Request-scoped state only: the process-wide services (Prisma client, config) are modules. */
+/** Request-scoped state, and the process-wide services resolvers reach (the database client). */
 export interface Context {
+  /** The database client (src/db/client.ts openDatabase): every resolver, loader and store call reads through it. */
+  readonly db: Db
   request: Request
   requestId: string
   /** Lazily built per request; never shared across requests. */
@@ -61,6 +64,7 @@ const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key mana
 
 /** The one context factory, used by GraphQL and the REST shim alike. */
 export function createContext({
+  db,
   request,
   requestId,
   deadline,
@@ -73,6 +77,7 @@ export function createContext({
   freshness,
   client,
 }: RequestScope & {
+  db: Db
   request: Request
   now?: Date
   clock?: Clock
@@ -87,6 +92,7 @@ export function createContext({
   let use: Promise<DataUse> | undefined
   const reading = () => (use ??= data ? Promise.resolve(data) : Promise.resolve(freshness?.current() ?? NO_TIMES).then((times) => new DataUse(times)))
   return {
+    db,
     live,
     fresh() {
       loaders = undefined
@@ -95,7 +101,7 @@ export function createContext({
     request,
     requestId: requestId ?? request.headers.get('x-request-id') ?? randomUUID(),
     get loaders() {
-      loaders ??= createLoaders(settings)
+      loaders ??= createLoaders(db, settings)
       return loaders
     },
     now: now ?? clock(),

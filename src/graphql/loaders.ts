@@ -1,3 +1,4 @@
+import type { Db } from '../db/client.js'
 import { vaultLoaders } from '../vaults/store.js'
 import { createPositionLoader } from '../wallets/store.js'
 
@@ -14,6 +15,6 @@ export interface LoaderSettings {
   spikePct: number
 }
 
-export function createLoaders(settings: LoaderSettings): Loaders {
-  return { ...vaultLoaders(settings), position: createPositionLoader() }
+export function createLoaders(db: Db, settings: LoaderSettings): Loaders {
+  return { ...vaultLoaders(db, settings), position: createPositionLoader(db) }
 }

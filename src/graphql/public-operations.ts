@@ -5,30 +5,60 @@ import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type Graph
 // every caller), and whether it touches key management (its answer is then `no-store`, under the
 // key-management CORS rules: src/http/headers.ts).
 
-/** Types whose every field is the same for every caller (no viewer, no wallet, no key). */
-export const PUBLIC_TYPES = new Set([
-  'Vault',
-  'Contract',
-  'DepositConstraints',
-  'WithdrawConstraints',
-  'Icons',
-  'Composition',
-  'CompositionPosition',
-  'CompositionSeries',
-  'CompositionPoint',
-  'VaultPerformance',
-  'ApyBasis',
-  'PerformanceSeries',
-  'PerformancePoint',
-  'VaultConnection',
-  'VaultEdge',
-  'PageInfo',
-])
-/** Root fields that return public types. */
-export const PUBLIC_QUERY_FIELDS = new Set(['vault', 'vaultByAddress', 'vaults'])
+/**
+ * The mark of an object type whose every field is the same for every caller (no viewer, no wallet,
+ * no key), and of a root query field that returns such a type for any caller: set in the type's or
+ * the field's Pothos `extensions` (src/graphql/schema/*.ts). A type or field without it is private,
+ * so a new one is left out of the shared cache until someone decides otherwise.
+ */
+export const PUBLIC = { visibility: 'public' } as const
 
-/** Root fields of key management (query and mutations). */
-export const KEY_MANAGEMENT_FIELDS = new Set(['apiKey', 'createApiKey', 'revokeApiKey', 'apiKeyEvents', 'apiKeyUsage', 'apiKeyChanged'])
+/** The mark of a root field of key management (query, mutation or subscription), in its Pothos `extensions`. */
+export const KEY_MANAGEMENT = { keyManagement: true } as const
+
+/** What the schema marks (PUBLIC, KEY_MANAGEMENT), by name. */
+export interface SchemaClasses {
+  /** Object types marked PUBLIC. */
+  publicTypes: ReadonlySet<string>
+  /** Fields of the query type marked PUBLIC. */
+  publicQueryFields: ReadonlySet<string>
+  /** Root fields (of any operation type) marked KEY_MANAGEMENT. */
+  keyManagementFields: ReadonlySet<string>
+}
+
+interface Marked {
+  name: string
+  extensions?: Readonly<Record<string, unknown>> | null
+  getFields?: () => Record<string, { name: string; extensions?: Readonly<Record<string, unknown>> | null }>
+}
+
+const classesBySchema = new WeakMap<GraphQLSchema, SchemaClasses>()
+
+/** The marks of a schema, read once per schema. */
+export function schemaClasses(schema: GraphQLSchema): SchemaClasses {
+  let classes = classesBySchema.get(schema)
+  if (classes === undefined) {
+    const types = Object.values(schema.getTypeMap()) as Marked[]
+    const fieldsOf = (type: Marked | null | undefined) => Object.values(type?.getFields?.() ?? {})
+    const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()] as (Marked | null | undefined)[]
+    classes = {
+      publicTypes: new Set(types.filter((t) => t.getFields && t.extensions?.visibility === PUBLIC.visibility).map((t) => t.name)),
+      publicQueryFields: new Set(
+        fieldsOf(roots[0])
+          .filter((f) => f.extensions?.visibility === PUBLIC.visibility)
+          .map((f) => f.name),
+      ),
+      keyManagementFields: new Set(
+        roots
+          .flatMap(fieldsOf)
+          .filter((f) => f.extensions?.keyManagement === true)
+          .map((f) => f.name),
+      ),
+    }
+    classesBySchema.set(schema, classes)
+  }
+  return classes
+}
 
 const MAX_DOCUMENTS = 1000
 
@@ -72,9 +102,12 @@ function classify(schema: GraphQLSchema, query: string, operationName: string | 
   if (!operation) return UNKNOWN
   const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]))
   const queryType = schema.getQueryType()
+  const classes = schemaClasses(schema)
   return {
-    public: operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, queryType.name, operation.selectionSet, fragments, new Set()),
-    keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => KEY_MANAGEMENT_FIELDS.has(f)),
+    public:
+      operation.operation === 'query' && !!queryType && selectsPublicFieldsOnly(schema, classes, queryType.name, operation.selectionSet, fragments, new Set()),
+    // By name on whichever root type: an invalid document (a query field in a mutation) is still treated as key management.
+    keyManagement: rootFields(operation.selectionSet, fragments, new Set()).some((f) => classes.keyManagementFields.has(f)),
     read: operation.operation === 'query',
     subscription: operation.operation === 'subscription',
   }
@@ -107,6 +140,7 @@ export function isPublicOperation(schema: GraphQLSchema, query: string, operatio
 // would reject this schema. An invalid document is simply not cacheable; Yoga reports its errors.
 function selectsPublicFieldsOnly(
   schema: GraphQLSchema,
+  classes: SchemaClasses,
   typeName: string,
   selectionSet: SelectionSetNode,
   fragments: Map<string, FragmentDefinitionNode>,
@@ -117,7 +151,7 @@ function selectsPublicFieldsOnly(
     if (selection.kind === Kind.FIELD) {
       const name = selection.name.value
       if (name === '__typename') continue
-      if (isRoot ? !PUBLIC_QUERY_FIELDS.has(name) : !PUBLIC_TYPES.has(typeName)) return false
+      if (isRoot ? !classes.publicQueryFields.has(name) : !classes.publicTypes.has(typeName)) return false
       const fields = (schema.getType(typeName) as { getFields?: () => Record<string, { type: unknown }> } | undefined)?.getFields?.()
       const field = fields?.[name]
       if (!field) return false
@@ -125,18 +159,18 @@ function selectsPublicFieldsOnly(
       while (type.ofType) type = type.ofType as typeof type
       if (
         selection.selectionSet &&
-        !(type.name && PUBLIC_TYPES.has(type.name) && selectsPublicFieldsOnly(schema, type.name, selection.selectionSet, fragments, spread))
+        !(type.name && classes.publicTypes.has(type.name) && selectsPublicFieldsOnly(schema, classes, type.name, selection.selectionSet, fragments, spread))
       )
         return false
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const on = selection.typeCondition?.name.value ?? typeName
-      if (on !== typeName || !selectsPublicFieldsOnly(schema, on, selection.selectionSet, fragments, spread)) return false
+      if (on !== typeName || !selectsPublicFieldsOnly(schema, classes, on, selection.selectionSet, fragments, spread)) return false
     } else {
       const fragment = fragments.get(selection.name.value)
       if (!fragment || fragment.typeCondition.name.value !== typeName) return false
       if (spread.has(fragment.name.value)) continue
       spread.add(fragment.name.value)
-      if (!selectsPublicFieldsOnly(schema, typeName, fragment.selectionSet, fragments, spread)) return false
+      if (!selectsPublicFieldsOnly(schema, classes, typeName, fragment.selectionSet, fragments, spread)) return false
     }
   }
   return true

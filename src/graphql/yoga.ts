@@ -4,6 +4,7 @@ import { createSessionAuth } from '../auth/session.js'
 import { resolveViewer } from '../auth/viewer.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../core/clock.js'
+import type { Db } from '../db/client.js'
 import { telemetry } from '../core/telemetry.js'
 import type { RateLimits } from '../core/rate-limit.js'
 import type { Freshness } from '../freshness/status.js'
@@ -27,6 +28,7 @@ export type Yoga = YogaServerInstance<RequestScope, Context>
  */
 export function createGatewayYoga({
   config,
+  db,
   clock,
   limits,
   examples,
@@ -34,6 +36,8 @@ export function createGatewayYoga({
   freshness,
 }: {
   config: Config
+  /** The database client resolvers read through (Context.db). */
+  db: Db
   /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
   freshness?: Freshness
   clock: Clock
@@ -50,13 +54,14 @@ export function createGatewayYoga({
     context: ({ request, requestId, deadline, data, client }) =>
       guardKeyManagement(
         createContext({
+          db,
           request,
           requestId,
           deadline,
           now: clock(),
           clock,
           // A scope without a client (no socket: in-process callers) counts as `unknown`, as clientIdOf does.
-          authenticate: (r, who) => resolveViewer(r, session, { limits, client: who ?? 'unknown' }),
+          authenticate: (r, who) => resolveViewer(db, r, session, { limits, client: who ?? 'unknown' }),
           settings: { spikePct: config.spikePct },
           live,
           data,

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../core/clock.js'
-import { prisma, type Db } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import type { Prisma } from '../generated/prisma/client.js'
 import { beginChangeCapture, CHANGES_TABLE, emitCapturedChanges } from '../webhooks/emit.js'
 import { announceDataChange } from './changes.js'
@@ -225,6 +225,30 @@ export function newestTimeOf(documentNewest: string | null, recordedAt: string |
   return new Date(Math.min(Math.max(...times), Date.parse(importedAt))).toISOString()
 }
 
+/**
+ * After records were taken back (a chain reorg's rollback, src/sources/store.ts rollBack): each
+ * vault's data time (vaults.data_as_of) becomes the newest time its remaining data holds — its
+ * newest vault and composition snapshot (one backward probe each on their keys) and its newest
+ * transaction time, submitted or completed (a scan of its transactions: no index orders them by
+ * time; a rollback is rare) — and data_as_of the newest of those; neither ever later than it was,
+ * which keeps an import's clamp of rows dated after it. No data left: null. Run inside the
+ * rollback's transaction, so no reader sees the records gone and the old times.
+ */
+export async function recomputeDataAsOf(tx: Pick<Tx, '$executeRawUnsafe'>): Promise<void> {
+  await tx.$executeRawUnsafe(`WITH held AS (
+      SELECT v.id, v.data_as_of AS was, GREATEST(
+        (SELECT s.as_of FROM vault_snapshots s WHERE s.vault_id = v.id ORDER BY s.as_of DESC LIMIT 1),
+        (SELECT c.as_of FROM composition_snapshots c WHERE c.vault_id = v.id ORDER BY c.as_of DESC LIMIT 1),
+        (SELECT max(GREATEST(t.timestamp, t.completed_at)) FROM transactions t WHERE t.vault_id = v.id)
+      ) AS t FROM vaults v
+    ), vault_times AS (
+      UPDATE vaults v SET data_as_of = CASE WHEN held.t IS NULL THEN NULL ELSE LEAST(held.was, held.t) END
+      FROM held WHERE v.id = held.id AND v.data_as_of IS DISTINCT FROM (CASE WHEN held.t IS NULL THEN NULL ELSE LEAST(held.was, held.t) END)
+    )
+    UPDATE data_state SET data_as_of = CASE WHEN newest.t IS NULL THEN NULL ELSE LEAST(data_state.data_as_of, newest.t) END
+    FROM (SELECT max(t) AS t FROM held) newest WHERE data_state.id = 1`)
+}
+
 /** Above this many rows, refresh planner statistics: PGlite has no autovacuum to do it. */
 const ANALYZE_THRESHOLD = 1000
 
@@ -324,7 +348,7 @@ export interface ImportOptions {
  * Validates `doc`, then writes it in one transaction (writeImport). All or nothing. Returns the
  * rows written (inserted or updated) per kind.
  */
-export async function importDocument(doc: unknown, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+export async function importDocument(doc: unknown, db: Db, options: ImportOptions = {}): Promise<ImportCounts> {
   return importSource(sourceOf(validateImportDocument(doc)), db, options)
 }
 
@@ -333,7 +357,7 @@ export async function importDocument(doc: unknown, db: Db = prisma, options: Imp
  * the demo seed's generated dataset, which test/demo/demo.test.ts checks is, and whose 140,000
  * snapshots would otherwise cost the first start seconds of validation.
  */
-export async function writeDocument(data: ImportDocument, db: Db = prisma, options: ImportOptions = {}): Promise<ImportCounts> {
+export async function writeDocument(data: ImportDocument, db: Db, options: ImportOptions = {}): Promise<ImportCounts> {
   return importSource(sourceOf(data), db, options)
 }
 
@@ -343,7 +367,7 @@ export async function writeDocument(data: ImportDocument, db: Db = prisma, optio
  */
 export async function importSource(
   source: ImportSource,
-  db: Db = prisma,
+  db: Db,
   { onProgress = () => {}, clock = systemClock, maxChunkRows }: ImportOptions = {},
 ): Promise<ImportCounts> {
   const importedAt = clock().toISOString()

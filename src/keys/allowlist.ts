@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js'
+import type { Db } from '../db/client.js'
 import { walletKeysChanged } from './changes.js'
 import { type Actor, revokeCurrentKey } from './service.js'
 import {
@@ -14,15 +15,18 @@ import {
 export type { AllowlistEntryView }
 
 /** Adds the addresses of the ALLOWLIST setting (already validated and lowercased); existing entries stay. */
-export async function upsertAllowlist(addresses: string[]): Promise<number> {
+export async function upsertAllowlist(db: Db, addresses: string[]): Promise<number> {
   if (addresses.length === 0) return 0
-  return insertAllowlistEntries(addresses.map((address) => ({ address, note: 'ALLOWLIST' })))
+  return insertAllowlistEntries(
+    db,
+    addresses.map((address) => ({ address, note: 'ALLOWLIST' })),
+  )
 }
 
 /** Adds a (lowercase) address; an existing entry keeps its date and gets the new note when one is given. */
-export async function addToAllowlist(address: string, note?: string): Promise<{ entry: AllowlistEntryView; added: boolean }> {
-  const count = await insertAllowlistEntries([{ address, note: note ?? null }])
-  const entry = count === 0 && note !== undefined ? await updateAllowlistNote(address, note) : await findAllowlistEntry(address)
+export async function addToAllowlist(db: Db, address: string, note?: string): Promise<{ entry: AllowlistEntryView; added: boolean }> {
+  const count = await insertAllowlistEntries(db, [{ address, note: note ?? null }])
+  const entry = count === 0 && note !== undefined ? await updateAllowlistNote(db, address, note) : await findAllowlistEntry(db, address)
   return { entry, added: count === 1 }
 }
 
@@ -34,8 +38,13 @@ export async function addToAllowlist(address: string, note?: string): Promise<{ 
  * 20261127070653_allowlist_removal_revokes); here the key is revoked first, by `actor`, so that
  * trigger finds nothing left to revoke and the audit trail has one event.
  */
-export async function removeFromAllowlist(address: string, clock: Clock, actor: Actor = 'admin'): Promise<{ removed: boolean; revokedKeyId: string | null }> {
-  const result = await inWalletTransaction(address, async (tx) => {
+export async function removeFromAllowlist(
+  db: Db,
+  address: string,
+  clock: Clock,
+  actor: Actor = 'admin',
+): Promise<{ removed: boolean; revokedKeyId: string | null }> {
+  const result = await inWalletTransaction(db, address, async (tx) => {
     // Also when the entry was already gone: a key of a wallet off the allowlist must not stay unrevoked.
     const revoked = await revokeCurrentKey(tx, address, clock(), 'allowlist_removed', actor)
     const removed = await deleteAllowlistEntry(tx, address)
@@ -45,6 +54,6 @@ export async function removeFromAllowlist(address: string, clock: Clock, actor: 
   return result
 }
 
-export function listAllowlist(): Promise<AllowlistEntryView[]> {
-  return listAllowlistEntries()
+export function listAllowlist(db: Db): Promise<AllowlistEntryView[]> {
+  return listAllowlistEntries(db)
 }

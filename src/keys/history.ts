@@ -1,4 +1,5 @@
 import { type CursorArgument, cursorCodec, isCursorMs, REST_CURSOR } from '../core/signed-cursor.js'
+import type { Db } from '../db/client.js'
 import { keyHistoryPage, type KeyHistoryPosition, type KeyHistoryRow } from './store.js'
 
 // The owner's key history (docs/spec/decisions.md §13), from the audit trail: newest first, one
@@ -35,12 +36,13 @@ export function decodeHistoryCursor(wallet: string, cursor: string, argument: Cu
 
 /** One page of the wallet's key history as of `now`, and whether more follow. */
 export async function keyHistory(
+  db: Db,
   wallet: string,
   now: Date,
   after: KeyHistoryPosition | null,
   limit: number,
 ): Promise<{ entries: KeyHistoryEntry[]; hasNextPage: boolean }> {
-  const rows = await keyHistoryPage(wallet, now, after, limit + 1)
+  const rows = await keyHistoryPage(db, wallet, now, after, limit + 1)
   const entries = rows.slice(0, limit).map((row) => ({ type: row.type, keyId: row.key_id, keyPrefix: row.key_prefix, at: row.at, cursor: encode(wallet, row) }))
   return { entries, hasNextPage: rows.length > limit }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
+import type { Db } from '../db/client.js'
 import { AppError } from '../core/errors.js'
 import type { KeyRevokeReason } from '../generated/prisma/client.js'
 import { walletKeysChanged } from './changes.js'
@@ -60,6 +61,7 @@ export interface NewKeySettings {
  * in the same transaction. The raw key is returned here and nowhere else.
  */
 export async function createApiKey(
+  db: Db,
   wallet: string,
   { keyPrefix, name = null, allowedCidrs = [] }: NewKeySettings,
   clock: Clock,
@@ -67,9 +69,9 @@ export async function createApiKey(
 ): Promise<{ record: ApiKeyRecord; apiKey: string }> {
   const apiKey = generateRawKey(keyPrefix)
   const digest = digestOf(apiKey)
-  const { record, revoked } = await inWalletTransaction(wallet, async (tx) => {
+  const { record, revoked } = await inWalletTransaction(db, wallet, async (tx) => {
     // Checked again under the lock: an allowlist removal that commits first wins.
-    if (!(await isAllowlisted(wallet, tx))) throw notWhitelisted()
+    if (!(await isAllowlisted(tx, wallet))) throw notWhitelisted()
     const now = clock()
     const revoked = await revokeCurrentKey(tx, wallet, now, 'replaced', actor)
     const record = await insertKey(tx, {
@@ -93,13 +95,13 @@ export async function createApiKey(
 }
 
 /** The wallet's active key (unrevoked and unexpired at `now`), or null. */
-export function activeApiKey(wallet: string, now: Date): Promise<ApiKeyRecord | null> {
-  return findActiveKey(wallet, now)
+export function activeApiKey(db: Db, wallet: string, now: Date): Promise<ApiKeyRecord | null> {
+  return findActiveKey(db, wallet, now)
 }
 
 /** Revokes the wallet's active key; false when it had none (an expired key is closed as `expired`, and still false). */
-export async function revokeApiKey(wallet: string, clock: Clock, actor: Actor = wallet): Promise<boolean> {
-  const revoked = await inWalletTransaction(wallet, (tx) => revokeCurrentKey(tx, wallet, clock(), 'user', actor))
+export async function revokeApiKey(db: Db, wallet: string, clock: Clock, actor: Actor = wallet): Promise<boolean> {
+  const revoked = await inWalletTransaction(db, wallet, (tx) => revokeCurrentKey(tx, wallet, clock(), 'user', actor))
   if (revoked) walletKeysChanged(wallet)
   return revoked?.reason === 'user'
 }

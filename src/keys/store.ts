@@ -1,4 +1,4 @@
-import { prisma } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import { Prisma, type KeyEventAction, type KeyRevokeReason, type PrismaClient } from '../generated/prisma/client.js'
 import { KEY_CHANNEL, PROCESS_ORIGIN } from './changes.js'
 
@@ -38,8 +38,8 @@ export const insertKey = (
 ): Promise<ApiKeyRecord> => tx.apiKey.create({ data: key, select: recordFields })
 
 /** The wallet's active key (unrevoked and unexpired at `now`), or null. */
-export const findActiveKey = (wallet: string, now: Date): Promise<ApiKeyRecord | null> =>
-  prisma.apiKey.findFirst({ where: { wallet, revokedAt: null, expiresAt: { gt: now } }, select: recordFields })
+export const findActiveKey = (db: Db, wallet: string, now: Date): Promise<ApiKeyRecord | null> =>
+  db.apiKey.findFirst({ where: { wallet, revokedAt: null, expiresAt: { gt: now } }, select: recordFields })
 
 /** Appends to the audit trail. `actor`: the wallet itself, `admin` or `system`. */
 export async function recordKeyEvent(
@@ -120,8 +120,8 @@ export const flushUsageThrough =
   }
 
 /** Retention: usage rows of days before `firstKept` (a UTC date, `YYYY-MM-DD`); how many went. */
-export async function deleteUsageBefore(firstKept: string): Promise<number> {
-  return prisma.$executeRaw`DELETE FROM api_key_usage WHERE day < ${firstKept}::date`
+export async function deleteUsageBefore(db: Db, firstKept: string): Promise<number> {
+  return db.$executeRaw`DELETE FROM api_key_usage WHERE day < ${firstKept}::date`
 }
 
 export interface UsageRow {
@@ -136,7 +136,7 @@ export interface UsageRow {
 }
 
 /** The wallet's usage rows from `since` (`YYYY-MM-DD`) on, newest day first, then newest key first. */
-export const usageRows = (wallet: string, since: string): Promise<UsageRow[]> => prisma.$queryRaw<UsageRow[]>`
+export const usageRows = (db: Db, wallet: string, since: string): Promise<UsageRow[]> => db.$queryRaw<UsageRow[]>`
   SELECT u.key_id::text AS key_id, k.key_prefix, k.name, to_char(u.day, 'YYYY-MM-DD') AS day, u.outcome::text AS outcome, u.count::text AS count
   FROM api_key_usage u JOIN api_keys k ON k.id = u.key_id
   WHERE k.wallet = ${wallet} AND u.day >= ${since}::date
@@ -169,12 +169,12 @@ export interface KeyHistoryPosition {
  * (once that is at or before `now`), and the `revoked`/`expired` row a later create or revoke
  * wrote for such a key is left out in its favour: the entry is dated when the key stopped working.
  */
-export function keyHistoryPage(wallet: string, now: Date, after: KeyHistoryPosition | null, limit: number): Promise<KeyHistoryRow[]> {
+export function keyHistoryPage(db: Db, wallet: string, now: Date, after: KeyHistoryPosition | null, limit: number): Promise<KeyHistoryRow[]> {
   const continueAfter =
     after === null
       ? Prisma.empty
       : Prisma.sql`WHERE (ev.at, ev.seq, ev.key_id) < (${after.at.toISOString()}::timestamptz, ${after.seq}::bigint, ${after.keyId}::uuid)`
-  return prisma.$queryRaw<KeyHistoryRow[]>`
+  return db.$queryRaw<KeyHistoryRow[]>`
     SELECT ev.type, ev.key_id::text AS key_id, ev.key_prefix, ev.at, ev.seq::text AS seq FROM (
       SELECT CASE WHEN e.action = 'created' THEN 'created'
                   WHEN e.reason = 'replaced' THEN 'replaced'
@@ -204,22 +204,22 @@ export interface AllowlistEntryView {
 
 const entryFields = { address: true, note: true, createdAt: true } as const
 
-/** Whether a (lowercase) address is on the allowlist; inside a transaction when given one. */
-export async function isAllowlisted(address: string, tx: Tx = prisma): Promise<boolean> {
-  return (await tx.allowlistEntry.findUnique({ where: { address }, select: { address: true } })) !== null
+/** Whether a (lowercase) address is on the allowlist (`db`: a client or the caller's transaction). */
+export async function isAllowlisted(db: Db | Tx, address: string): Promise<boolean> {
+  return (await db.allowlistEntry.findUnique({ where: { address }, select: { address: true } })) !== null
 }
 
 /** Inserts entries that are not there yet; returns how many were new. */
-export async function insertAllowlistEntries(entries: { address: string; note: string | null }[]): Promise<number> {
-  const { count } = await prisma.allowlistEntry.createMany({ data: entries, skipDuplicates: true })
+export async function insertAllowlistEntries(db: Db, entries: { address: string; note: string | null }[]): Promise<number> {
+  const { count } = await db.allowlistEntry.createMany({ data: entries, skipDuplicates: true })
   return count
 }
 
-export const updateAllowlistNote = (address: string, note: string): Promise<AllowlistEntryView> =>
-  prisma.allowlistEntry.update({ where: { address }, data: { note }, select: entryFields })
+export const updateAllowlistNote = (db: Db, address: string, note: string): Promise<AllowlistEntryView> =>
+  db.allowlistEntry.update({ where: { address }, data: { note }, select: entryFields })
 
-export const findAllowlistEntry = (address: string): Promise<AllowlistEntryView> =>
-  prisma.allowlistEntry.findUniqueOrThrow({ where: { address }, select: entryFields })
+export const findAllowlistEntry = (db: Db, address: string): Promise<AllowlistEntryView> =>
+  db.allowlistEntry.findUniqueOrThrow({ where: { address }, select: entryFields })
 
 /** Deletes an entry inside the caller's transaction; true when there was one. */
 export async function deleteAllowlistEntry(tx: Tx, address: string): Promise<boolean> {
@@ -227,7 +227,7 @@ export async function deleteAllowlistEntry(tx: Tx, address: string): Promise<boo
   return count > 0
 }
 
-export const listAllowlistEntries = (): Promise<AllowlistEntryView[]> => prisma.allowlistEntry.findMany({ select: entryFields, orderBy: { address: 'asc' } })
+export const listAllowlistEntries = (db: Db): Promise<AllowlistEntryView[]> => db.allowlistEntry.findMany({ select: entryFields, orderBy: { address: 'asc' } })
 
 // ---------------------------------------------------------------------------------------------
 // The wallet lock
@@ -255,9 +255,9 @@ function queued<T>(wallet: string, work: () => Promise<T>): Promise<T> {
 const LOCK_CLASS = 0x76676b31 // "vgk1"
 
 /** Runs `work` in a transaction that holds the wallet's lock, in this process and in the database. */
-export function inWalletTransaction<T>(wallet: string, work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+export function inWalletTransaction<T>(db: Db, wallet: string, work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
   return queued(wallet, () =>
-    prisma.$transaction(
+    db.$transaction(
       async (tx) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCK_CLASS}::int, hashtext(${wallet}))`
         return work(tx)

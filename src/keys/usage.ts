@@ -1,6 +1,7 @@
 import { badRequest } from '../core/errors.js'
 import { logger } from '../core/log.js'
 import { keyUsageFlushes } from '../core/metrics.js'
+import type { Db } from '../db/client.js'
 import { deleteUsageBefore, type FlushUsageParams, usageRows } from './store.js'
 
 // What verifications leave behind (docs/spec/decisions.md §13): a key's `lastUsedAt` and its
@@ -124,8 +125,8 @@ export function firstDayOf(now: Date, days: number): string {
 }
 
 /** Deletes usage rows of days before the retention window; how many went. Every instance may run it (idempotent). */
-export function pruneUsage(now: Date): Promise<number> {
-  return deleteUsageBefore(firstDayOf(now, USAGE_RETENTION_DAYS))
+export function pruneUsage(db: Db, now: Date): Promise<number> {
+  return deleteUsageBefore(db, firstDayOf(now, USAGE_RETENTION_DAYS))
 }
 
 /** One key's verifications on one UTC day, by outcome. */
@@ -158,10 +159,10 @@ export function parseUsageDays(text: string | undefined): number {
 }
 
 /** The wallet's verifications per key and UTC day over the last `days` days (today included), newest day first; days without any are left out. */
-export async function usageOf(wallet: string, days: number, now: Date): Promise<{ days: number; since: string; items: UsageDay[] }> {
+export async function usageOf(db: Db, wallet: string, days: number, now: Date): Promise<{ days: number; since: string; items: UsageDay[] }> {
   const since = firstDayOf(now, days)
   const items: UsageDay[] = []
-  for (const row of await usageRows(wallet, since)) {
+  for (const row of await usageRows(db, wallet, since)) {
     let item = items.at(-1)
     if (!item || item.day !== row.day || item.keyId !== row.key_id) {
       item = {

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js'
+import type { Db } from '../db/client.js'
 import { findActiveKey, keyHistoryPage, type KeyHistoryRow } from '../keys/store.js'
 import { transactionsByIds, type TransactionRow } from '../wallets/store.js'
 import type { LiveHub } from './hub.js'
@@ -107,20 +108,16 @@ export function vaultChanges(hub: LiveHub, id: string): LiveStream<true> {
 
 /**
  * The wallet's transactions each commit added or updated (a status change), read after the
- * commit, oldest first. `read` is the store's query (tests pass their own).
+ * commit, oldest first.
  */
-export function walletTransactions(
-  hub: LiveHub,
-  address: string,
-  read: (address: string, ids: readonly string[]) => Promise<TransactionRow[]> = transactionsByIds,
-): LiveStream<TransactionRow> {
+export function walletTransactions(db: Db, hub: LiveHub, address: string): LiveStream<TransactionRow> {
   return pushStream<TransactionRow>((push, end) => {
     let pending = new Set<string>()
     const reader = coalesced(
       async () => {
         const ids = [...pending]
         pending = new Set()
-        for (const row of await read(address, ids)) push(row)
+        for (const row of await transactionsByIds(db, address, ids)) push(row)
       },
       () => end(),
     )
@@ -154,7 +151,7 @@ const MAX_TIMER_MS = 2_147_483_647
  * after the subscription began, oldest first: read again after each commit that changed its keys
  * (NOTIFY on the key channel) and when its active key expires (no commit says so: a timer).
  */
-export async function keyChanges(hub: LiveHub, wallet: string, clock: Clock): Promise<LiveStream<KeyChange>> {
+export async function keyChanges(db: Db, hub: LiveHub, wallet: string, clock: Clock): Promise<LiveStream<KeyChange>> {
   let first: Promise<void> | undefined
   const stream = pushStream<KeyChange>((push, end) => {
     let seen: KeyHistoryRow | undefined
@@ -164,7 +161,7 @@ export async function keyChanges(hub: LiveHub, wallet: string, clock: Clock): Pr
     const reader = coalesced(
       async () => {
         const now = clock()
-        const rows = await keyHistoryPage(wallet, now, null, 50)
+        const rows = await keyHistoryPage(db, wallet, now, null, 50)
         if (stopped) return
         if (started) {
           const fresh = rows.filter((r) => after(r, seen)).reverse()
@@ -173,7 +170,7 @@ export async function keyChanges(hub: LiveHub, wallet: string, clock: Clock): Pr
         started = true
         if (rows[0] && after(rows[0], seen)) seen = rows[0]
         // The active key's expiry is an event no commit announces.
-        const active = await findActiveKey(wallet, now)
+        const active = await findActiveKey(db, wallet, now)
         clearTimeout(timer)
         if (active && !stopped) {
           timer = setTimeout(() => void reader.trigger(), Math.min(MAX_TIMER_MS, active.expiresAt.getTime() - now.getTime() + 1))

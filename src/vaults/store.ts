@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader'
 import { formatAmount } from '../core/decimal.js'
-import { prisma, type Db } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import type { Vault } from '../generated/prisma/client.js'
 import { compareByOrder, type OrderValue, type VaultListFilter, type VaultPageRequest, type VaultPosition } from './list.js'
 import {
@@ -59,11 +59,7 @@ const LATEST_SQL = `SELECT v.id AS vault_id, s.as_of, a.platform, a.asset, a.sym
   LEFT JOIN allocations a ON a.snapshot_id = s.id`
 
 /** Each vault's latest snapshot at or before `now` (its allocations ungrouped); absent when it has none. */
-export async function loadLatestSnapshots(
-  vaultIds: readonly string[],
-  now: Date,
-  db: Db = prisma,
-): Promise<Map<string, { asOf: Date; allocations: Allocation[] }>> {
+export async function loadLatestSnapshots(db: Db, vaultIds: readonly string[], now: Date): Promise<Map<string, { asOf: Date; allocations: Allocation[] }>> {
   const rows = await db.$queryRawUnsafe<LatestRow[]>(LATEST_SQL, JSON.stringify(vaultIds), now.toISOString())
   const out = new Map<string, { asOf: Date; allocations: Allocation[] }>()
   for (const r of rows) {
@@ -130,9 +126,9 @@ const seriesSql = (groupBy: GroupBy) => `${seriesGrid('composition_snapshots')}
 
 /** The composition series of each vault (vaults without snapshots get no labels and no points). */
 export async function loadCompositionSeries(
+  db: Db,
   vaultIds: readonly string[],
   { window, groupBy }: { window: SeriesWindow; groupBy: GroupBy },
-  db: Db = prisma,
 ): Promise<Map<string, Series>> {
   if (!GROUP_BYS.includes(groupBy)) throw new Error(`unknown groupBy ${String(groupBy)}`) // it is spliced into the SQL
   const rows = await db.$queryRawUnsafe<SeriesRow[]>(seriesSql(groupBy), ...gridParams(vaultIds, window))
@@ -216,9 +212,9 @@ const NO_PERFORMANCE: VaultPerformance = { asOf: null, sharePrice: null, tvl: nu
 
 /** The performance of each vault at `now` (a request's now, or an earlier `at`), in one statement. */
 export async function loadPerformance(
+  db: Db,
   vaultIds: readonly string[],
   { now, spikePct }: { now: Date; spikePct: number },
-  db: Db = prisma,
 ): Promise<Map<string, VaultPerformance>> {
   const rows = await db.$queryRawUnsafe<PerformanceRow[]>(PERFORMANCE_SQL, JSON.stringify(vaultIds), now.toISOString(), spikePct)
   const byVault = new Map<string, Partial<Record<PerformanceRow['kind'], PerformanceRow>>>()
@@ -310,9 +306,9 @@ export interface PerformancePoint {
 
 /** The performance series of each vault (no points for a vault without snapshots up to now). */
 export async function loadPerformanceSeries(
+  db: Db,
   vaultIds: readonly string[],
   { window, spikePct }: { window: SeriesWindow; spikePct: number },
-  db: Db = prisma,
 ): Promise<Map<string, PerformancePoint[]>> {
   const rows = await db.$queryRawUnsafe<PerformanceSeriesRow[]>(PERFORMANCE_SERIES_SQL, ...gridParams(vaultIds, window), spikePct)
   const out = new Map<string, PerformancePoint[]>(vaultIds.map((id) => [id, []]))
@@ -366,8 +362,8 @@ export interface PerformanceSeriesKey {
 }
 
 /** A vault's record, or null: for fields outside plugin-prisma's selections (a subscription's event). */
-export function findVault(id: string): Promise<Vault | null> {
-  return prisma.vault.findUnique({ where: { id } })
+export function findVault(db: Db, id: string): Promise<Vault | null> {
+  return db.vault.findUnique({ where: { id } })
 }
 
 /**
@@ -416,25 +412,25 @@ const VAULT_BY_ADDRESS_SQL = `SELECT ${Object.entries(VAULT_SELECT)
   FROM vaults WHERE chain_id = $1 AND lower(contract_address) = $2`
 
 /** The vault with this chain id (decimal text) and contract address (lowercase), or null (decisions §14). */
-export async function findVaultByAddress(chainId: string, address: string): Promise<Vault | null> {
-  const rows = await prisma.$queryRawUnsafe<Vault[]>(VAULT_BY_ADDRESS_SQL, chainId, address)
+export async function findVaultByAddress(db: Db, chainId: string, address: string): Promise<Vault | null> {
+  const rows = await db.$queryRawUnsafe<Vault[]>(VAULT_BY_ADDRESS_SQL, chainId, address)
   return rows[0] ?? null
 }
 
 /** Whether a vault of this id exists (one primary-key probe). */
-export async function vaultExists(id: string): Promise<boolean> {
-  return (await prisma.vault.findUnique({ where: { id }, select: { id: true } })) !== null
+export async function vaultExists(db: Db, id: string): Promise<boolean> {
+  return (await db.vault.findUnique({ where: { id }, select: { id: true } })) !== null
 }
 
 /** `spikePct`: the SPIKE_PCT setting. */
-export function vaultLoaders({ spikePct }: { spikePct: number }) {
+export function vaultLoaders(db: Db, { spikePct }: { spikePct: number }) {
   return {
     /** A vault's latest snapshot at or before the request's now, or null. */
     latestSnapshot: new DataLoader<LatestKey, { asOf: Date; allocations: Allocation[] } | null, string>(
       async (keys) => {
         const found = new Map<string, { asOf: Date; allocations: Allocation[] }>()
         for (const [now, batch] of partition(keys, (k) => k.now.toISOString())) {
-          const snapshots = await loadLatestSnapshots([...new Set(batch.map((k) => k.vaultId))], new Date(now))
+          const snapshots = await loadLatestSnapshots(db, [...new Set(batch.map((k) => k.vaultId))], new Date(now))
           for (const [id, s] of snapshots) found.set(`${now} ${id}`, s)
         }
         return keys.map((k) => found.get(`${k.now.toISOString()} ${k.vaultId}`) ?? null)
@@ -448,7 +444,7 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
         const batchOf = (k: SeriesKey) => `${k.groupBy} ${windowKey(k.window)}`
         for (const [batch, members] of partition(keys, batchOf)) {
           const { window, groupBy } = members[0]!
-          const series = await loadCompositionSeries([...new Set(members.map((k) => k.vaultId))], { window, groupBy })
+          const series = await loadCompositionSeries(db, [...new Set(members.map((k) => k.vaultId))], { window, groupBy })
           for (const [id, s] of series) found.set(`${batch} ${id}`, s)
         }
         return keys.map((k) => found.get(`${batchOf(k)} ${k.vaultId}`)!)
@@ -460,7 +456,7 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
       async (keys) => {
         const found = new Map<string, VaultPerformance>()
         for (const [now, batch] of partition(keys, (k) => k.now.toISOString())) {
-          const perf = await loadPerformance([...new Set(batch.map((k) => k.vaultId))], { now: new Date(now), spikePct })
+          const perf = await loadPerformance(db, [...new Set(batch.map((k) => k.vaultId))], { now: new Date(now), spikePct })
           for (const [id, p] of perf) found.set(`${now} ${id}`, p)
         }
         return keys.map((k) => found.get(`${k.now.toISOString()} ${k.vaultId}`)!)
@@ -474,7 +470,7 @@ export function vaultLoaders({ spikePct }: { spikePct: number }) {
         const batchOf = (k: PerformanceSeriesKey) => windowKey(k.window)
         for (const [batch, members] of partition(keys, batchOf)) {
           const { window } = members[0]!
-          const series = await loadPerformanceSeries([...new Set(members.map((k) => k.vaultId))], { window, spikePct })
+          const series = await loadPerformanceSeries(db, [...new Set(members.map((k) => k.vaultId))], { window, spikePct })
           for (const [id, s] of series) found.set(`${batch} ${id}`, s)
         }
         return keys.map((k) => found.get(`${batchOf(k)} ${k.vaultId}`)!)
@@ -510,9 +506,9 @@ const searchPageSql = (forward: boolean) =>
 const CANDIDATES_SQL = `SELECT v.id, v.tvl::text AS tvl, v.base_asset_price_usd::text AS price_usd ${MATCHING}`
 
 /** The rows of `ids`, in that order (one statement). */
-async function vaultsInOrder(ids: string[]): Promise<Vault[]> {
+async function vaultsInOrder(db: Db, ids: string[]): Promise<Vault[]> {
   if (ids.length === 0) return []
-  const rows = await prisma.vault.findMany({ where: { id: { in: ids } } })
+  const rows = await db.vault.findMany({ where: { id: { in: ids } } })
   const byId = new Map(rows.map((r) => [r.id, r]))
   return ids.flatMap((id) => byId.get(id) ?? [])
 }
@@ -524,6 +520,7 @@ async function vaultsInOrder(ids: string[]): Promise<Vault[]> {
  * and the page's rows read by id: a fixed number of statements whatever the page size.
  */
 export async function findVaultPage(
+  db: Db,
   filter: VaultListFilter,
   page: VaultPageRequest,
   { now, spikePct }: { now: Date; spikePct: number } = { now: new Date(), spikePct: DEFAULT_SPIKE_PCT },
@@ -534,7 +531,7 @@ export async function findVaultPage(
   if (!order) {
     let rows: Vault[]
     if (search === null) {
-      rows = await prisma.vault.findMany({
+      rows = await db.vault.findMany({
         where: {
           chain: filter.chain ?? undefined,
           status: filter.status ?? undefined,
@@ -544,15 +541,11 @@ export async function findVaultPage(
         take: page.size + 1,
       })
     } else {
-      const ids = await prisma.$queryRawUnsafe<{ id: string }[]>(
-        searchPageSql(forward),
-        filter.chain,
-        filter.status,
-        search,
-        page.from?.id ?? null,
-        page.size + 1,
+      const ids = await db.$queryRawUnsafe<{ id: string }[]>(searchPageSql(forward), filter.chain, filter.status, search, page.from?.id ?? null, page.size + 1)
+      rows = await vaultsInOrder(
+        db,
+        ids.map((r) => r.id),
       )
-      rows = await vaultsInOrder(ids.map((r) => r.id))
     }
     const more = rows.length > page.size
     const kept = rows.slice(0, page.size)
@@ -560,10 +553,11 @@ export async function findVaultPage(
     return { rows: ordered, more, positions: new Map(ordered.map((r) => [r.id, { id: r.id }])) }
   }
 
-  const candidates = await prisma.$queryRawUnsafe<{ id: string; tvl: string; price_usd: string | null }[]>(CANDIDATES_SQL, filter.chain, filter.status, search)
+  const candidates = await db.$queryRawUnsafe<{ id: string; tvl: string; price_usd: string | null }[]>(CANDIDATES_SQL, filter.chain, filter.status, search)
   const apyWindow = order.field === 'apy7d' ? '7d' : order.field === 'apy30d' ? '30d' : null
   const performance = apyWindow
     ? await loadPerformance(
+        db,
         candidates.map((c) => c.id),
         { now, spikePct },
       )
@@ -585,7 +579,10 @@ export async function findVaultPage(
     slice = sorted.slice(Math.max(0, end - page.size), end)
     more = end - page.size > 0
   }
-  const rows = await vaultsInOrder(slice.map((p) => p.id))
+  const rows = await vaultsInOrder(
+    db,
+    slice.map((p) => p.id),
+  )
   return { rows, more, positions: new Map(slice.map((p) => [p.id, p])), performance }
 }
 

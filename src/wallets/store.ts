@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader'
-import { prisma } from '../db/client.js'
+import type { Db } from '../db/client.js'
 import { Prisma, type TransactionStatus, type TransactionType } from '../generated/prisma/client.js'
 import type { HistoryFilter, HistoryPosition } from './history-cursor.js'
 import { summarizePosition, type PositionSummary } from './position.js'
@@ -54,11 +54,12 @@ export function historyPageSql(filter: HistoryFilter, after: HistoryPosition | n
 }
 
 export async function fetchHistoryPage(
+  db: Db,
   filter: HistoryFilter,
   after: HistoryPosition | null,
   limit: number,
 ): Promise<{ rows: TransactionRow[]; hasNextPage: boolean }> {
-  const raw = await prisma.$queryRaw<RawRow[]>(historyPageSql(filter, after, limit + 1))
+  const raw = await db.$queryRaw<RawRow[]>(historyPageSql(filter, after, limit + 1))
   const rows = raw.slice(0, limit).map((r) => ({
     id: r.id,
     vaultId: r.vault_id,
@@ -110,8 +111,8 @@ function toSummary(row: TotalsRow): PositionSummary | null {
 }
 
 /** Every vault where `address` has a completed deposit, in one statement whatever the number of vaults. */
-export async function positionsOf(address: string): Promise<PositionSummary[]> {
-  const rows = await prisma.$queryRaw<TotalsRow[]>`
+export async function positionsOf(db: Db, address: string): Promise<PositionSummary[]> {
+  const rows = await db.$queryRaw<TotalsRow[]>`
     SELECT t.address, t.vault_id, v.share_price::text AS share_price, v.base_asset_price_usd::text AS base_asset_price_usd, ${TOTALS}
     FROM transactions t JOIN vaults v ON v.id = t.vault_id
     WHERE t.address = ${address}
@@ -135,11 +136,11 @@ export type PositionResult = PositionSummary | null | undefined
  * several wallets) is read by one statement. Vaults drive the join, so an unknown vault is told
  * apart from a vault without deposits without a second query.
  */
-export function createPositionLoader() {
+export function createPositionLoader(db: Db) {
   return new DataLoader<PositionKey, PositionResult, string>(
     async (keys) => {
       const pairs = Prisma.join(keys.map((k) => Prisma.sql`(${k.address}, ${k.vaultId})`))
-      const rows = await prisma.$queryRaw<TotalsRow[]>`
+      const rows = await db.$queryRaw<TotalsRow[]>`
         SELECT k.address, v.id AS vault_id, v.share_price::text AS share_price, v.base_asset_price_usd::text AS base_asset_price_usd, ${TOTALS}
         FROM (VALUES ${pairs}) AS k(address, vault_id)
         JOIN vaults v ON v.id = k.vault_id
@@ -212,8 +213,8 @@ interface DelayRow {
  *   percentiles (percentile_disc) on whole seconds, and over all of them together the count and
  *   sum of the average delay, by GROUPING SETS in the same scan.
  */
-export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = now): Promise<PendingRedeems> {
-  const rows = await prisma.$queryRaw<QueuedRow[]>`
+export async function pendingRedeemsOf(db: Db, address: string, now: Date, asOf: Date = now): Promise<PendingRedeems> {
+  const rows = await db.$queryRaw<QueuedRow[]>`
     SELECT t.vault_id, t.amount::text AS amount, t."timestamp", t.tx_hash, t.status::text AS status,
       q.ahead, q.amount_ahead
     FROM transactions t
@@ -231,7 +232,7 @@ export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = 
   if (pending.length > 0) {
     const vaults = [...new Set(pending.map((r) => r.vault_id))]
     const { from, to } = redeemDelayWindow(now)
-    const delays = await prisma.$queryRaw<DelayRow[]>`
+    const delays = await db.$queryRaw<DelayRow[]>`
       SELECT vault_id, count(*)::text AS n,
         coalesce(sum(extract(epoch FROM completed_at - "timestamp") * 1000), 0)::numeric(40, 0)::text AS total_ms,
         percentile_disc(0.5) WITHIN GROUP (ORDER BY floor(extract(epoch FROM completed_at - "timestamp")))::text AS p50,
@@ -273,9 +274,9 @@ export async function pendingRedeemsOf(address: string, now: Date, asOf: Date = 
 // Live updates
 
 /** The wallet's transactions among `ids` (those a commit named, src/live/streams.ts), oldest first. */
-export async function transactionsByIds(address: string, ids: readonly string[]): Promise<TransactionRow[]> {
+export async function transactionsByIds(db: Db, address: string, ids: readonly string[]): Promise<TransactionRow[]> {
   if (ids.length === 0) return []
-  const raw = await prisma.$queryRaw<RawRow[]>`SELECT id, vault_id, type::text AS type, status::text AS status, amount, "timestamp", tx_hash
+  const raw = await db.$queryRaw<RawRow[]>`SELECT id, vault_id, type::text AS type, status::text AS status, amount, "timestamp", tx_hash
     FROM transactions WHERE address = ${address} AND id = ANY(${[...ids]}::text[])
     ORDER BY "timestamp", id`
   return raw.map((r) => ({ id: r.id, vaultId: r.vault_id, type: r.type, status: r.status, amount: r.amount, timestamp: r.timestamp, txHash: r.tx_hash }))

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { prisma } from '../../src/db/client.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
@@ -12,13 +11,13 @@ describe(`amounts at full precision (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await insertVault('max', { tvl: MAX, sharePrice: TINY })
-    await insertVault('zeros', { tvl: '1234567.000000000000000001', sharePrice: '1.500000000000000000' })
+    await insertVault(t.db.prisma, 'max', { tvl: MAX, sharePrice: TINY })
+    await insertVault(t.db.prisma, 'zeros', { tvl: '1234567.000000000000000001', sharePrice: '1.500000000000000000' })
   })
   afterAll(() => t.close())
 
   it('round-trips through Prisma without losing a digit', async () => {
-    const v = await prisma.vault.findUniqueOrThrow({ where: { id: 'max' } })
+    const v = await t.db.prisma.vault.findUniqueOrThrow({ where: { id: 'max' } })
     expect(v.tvl.toFixed()).toBe(MAX)
     expect(v.sharePrice.toFixed()).toBe(TINY)
   })

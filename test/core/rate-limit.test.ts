@@ -39,7 +39,7 @@ describe(`rate limits per client IP (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_PUBLIC_PER_MINUTE: '3', TRUST_PROXY: 'true' })
-    await insertVault('v1')
+    await insertVault(t.db.prisma, 'v1')
   })
   afterAll(() => t.close())
 

@@ -19,8 +19,8 @@ describe(`GraphiQL's vaultByAddress example on the demo vaults (${testBackend})`
   const demo = generateDemoDataset({ now: new Date('2026-11-21T12:00:00.000Z') })
   beforeAll(async () => {
     db = await testDatabase()
-    await importDocument({ vaults: demo.vaults, compositions: [], vault_snapshots: [], transactions: [] })
-    app = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db, examples: demoHintsFromDatabase().then(exampleIdsFromHints) })
+    await importDocument({ vaults: demo.vaults, compositions: [], vault_snapshots: [], transactions: [] }, db.prisma)
+    app = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db, examples: demoHintsFromDatabase(db.prisma).then(exampleIdsFromHints) })
     await app.ready
   })
   afterAll(async () => {
@@ -31,7 +31,7 @@ describe(`GraphiQL's vaultByAddress example on the demo vaults (${testBackend})`
   it('names a demo contract, and running it answers that vault', async () => {
     const html = await (await app.fetch(new Request('http://vaultgate.test/graphql', { headers: { accept: 'text/html' } }))).text()
     const document: string = JSON.parse(/renderYogaGraphiQL\([^,]+, (\{.*\})\);/.exec(html)![1]!).defaultQuery
-    const hints = await demoHintsFromDatabase()
+    const hints = await demoHintsFromDatabase(db.prisma)
     const vault = demo.vaults.find((v) => v.id === hints.contract!.vaultId)!
     // The first demo vault by id that has a chain id.
     expect(vault.id).toBe(demo.vaults.filter((v) => v.chain_id !== null).sort((a, b) => (a.id < b.id ? -1 : 1))[0]!.id)

@@ -44,7 +44,7 @@ describe(`GraphiQL examples (${testBackend})`, () => {
   let t: KeysTestApp
   beforeAll(async () => {
     t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET] })
-    await importDocument(explorerDocument)
+    await importDocument(explorerDocument, t.db.prisma)
   })
   afterAll(() => t.close())
 

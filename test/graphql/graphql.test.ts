@@ -7,7 +7,7 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await insertVault('v1', { name: 'Stable Yield', status: 'paused' })
+    await insertVault(t.db.prisma, 'v1', { name: 'Stable Yield', status: 'paused' })
   })
   afterAll(() => t.close())
 
@@ -62,7 +62,7 @@ describe(`SQL statement recording (${testBackend})`, () => {
     const { recordSql } = await import('../support/sql.js')
     const t = await createTestApp()
     try {
-      await insertVault('a')
+      await insertVault(t.db.prisma, 'a')
       const { result, statements } = await recordSql(() => t.graphql('{ a: vault(id: "a") { id } b: vault(id: "b") { id } }'))
       expect(result.body).toEqual({ data: { a: { id: 'a' }, b: null } })
       // Prisma batches the two findUnique calls of one tick into a single statement.

@@ -16,7 +16,7 @@ describe(`GraphQL over HTTP (${testBackend})`, () => {
   beforeAll(async () => {
     t = await createTestApp({ CORS_ORIGINS: '*' })
     small = await createTestApp({ GRAPHQL_MAX_COST: '300', GRAPHQL_MAX_RESPONSE_BYTES: '1024' })
-    for (let i = 0; i < 12; i++) await insertVault(`v${String(i).padStart(2, '0')}`)
+    for (const app of [t, small]) for (let i = 0; i < 12; i++) await insertVault(app.db.prisma, `v${String(i).padStart(2, '0')}`)
   })
   afterAll(async () => {
     await small.close()

@@ -19,7 +19,7 @@ describe(`GraphQL limits (${testBackend})`, () => {
       GRAPHQL_MAX_DIRECTIVES: '2',
       REQUEST_BODY_LIMIT_BYTES: '4096',
     })
-    await insertVault('v1')
+    await insertVault(t.db.prisma, 'v1')
   })
   afterAll(() => t.close())
 
@@ -220,7 +220,7 @@ describe(`GraphQL field suggestions in development (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp({ NODE_ENV: 'development' })
-    await insertVault('v1')
+    await insertVault(t.db.prisma, 'v1')
   })
   afterAll(() => t.close())
 

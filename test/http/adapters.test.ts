@@ -85,19 +85,22 @@ describe(`over HTTP and in process, the same answers (${testBackend})`, () => {
   let s: Awaited<ReturnType<typeof setup>>
   beforeAll(async () => {
     s = await setup()
-    await importDocument({
-      vaults: [vaultDoc('hot-a', { name: 'Hot A', tvl: '12.5' }), vaultDoc('hot-b', { name: 'Hot B', tvl: '7' })],
-      transactions: Array.from({ length: 7 }, (_, i) =>
-        txDoc(`hot-tx-${i}`, {
-          vault_id: 'hot-a',
-          address: W,
-          type: 'deposit',
-          status: 'completed',
-          amount: `${i + 1}.5`,
-          timestamp: `2026-01-0${i + 1}T00:00:00Z`,
-        }),
-      ),
-    })
+    await importDocument(
+      {
+        vaults: [vaultDoc('hot-a', { name: 'Hot A', tvl: '12.5' }), vaultDoc('hot-b', { name: 'Hot B', tvl: '7' })],
+        transactions: Array.from({ length: 7 }, (_, i) =>
+          txDoc(`hot-tx-${i}`, {
+            vault_id: 'hot-a',
+            address: W,
+            type: 'deposit',
+            status: 'completed',
+            amount: `${i + 1}.5`,
+            timestamp: `2026-01-0${i + 1}T00:00:00Z`,
+          }),
+        ),
+      },
+      s.t.db.prisma,
+    )
   })
   afterAll(async () => s.close())
 
@@ -195,7 +198,7 @@ describe(`both adapters and rate limits (${testBackend})`, () => {
   it('answers 429 past the limit, counted once, with a read body', async () => {
     const s = await setup({ RATE_LIMIT_PUBLIC_PER_MINUTE: '2' })
     try {
-      await importDocument({ vaults: [vaultDoc('hot-limit', { name: 'Limit' })] })
+      await importDocument({ vaults: [vaultDoc('hot-limit', { name: 'Limit' })] }, s.t.db.prisma)
       const rest: Sent = { path: '/v1/vaults/hot-limit' }
       const graphql = gql({ query: 'mutation { createApiKey(label: "x") { apiKey } }' }, { origin: ALLOWED })
       const answers = []
@@ -246,12 +249,15 @@ describe(`both adapters with the response cache on (${testBackend})`, () => {
     const s = await setup({ RESPONSE_CACHE_TTL_MS: '60000' })
     try {
       const generation = s.t.app.responseCache.ticket()
-      await importDocument({
-        vaults: [vaultDoc('hot-c', { name: 'Hot C', tvl: '3' })],
-        transactions: [
-          txDoc('hot-c-1', { vault_id: 'hot-c', address: W, type: 'deposit', status: 'completed', amount: '2', timestamp: '2026-01-01T00:00:00Z' }),
-        ],
-      })
+      await importDocument(
+        {
+          vaults: [vaultDoc('hot-c', { name: 'Hot C', tvl: '3' })],
+          transactions: [
+            txDoc('hot-c-1', { vault_id: 'hot-c', address: W, type: 'deposit', status: 'completed', amount: '2', timestamp: '2026-01-01T00:00:00Z' }),
+          ],
+        },
+        s.t.db.prisma,
+      )
       await cacheClearedSince(s.t.app.responseCache, generation)
       const publicQuery = gql({ query: VAULT, variables: { id: 'hot-c' } })
       const privateQuery = gql({ query: `{ user(address: "${W}") { positions { vaultId shareBalance } } }` })

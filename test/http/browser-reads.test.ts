@@ -94,7 +94,7 @@ describe.skipIf(!hasChromium)(`explorer: by contract, ranges, a wallet across va
         vault_snapshots: [...alphaHistory, ...gammaHistory],
         transactions: [...explorerDocument.transactions, ...extra],
       },
-      undefined,
+      t.db.prisma,
       { clock: () => newest },
     )
     app = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db, clock: () => EXPLORER_NOW })

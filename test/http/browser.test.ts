@@ -77,7 +77,7 @@ describe.skipIf(!hasChromium)(`explorer, docs and GraphiQL in Chromium (${testBa
     const newest = new Date(alphaHistory.at(-1)!.as_of)
     await importDocument(
       { ...explorerDocument, vaults: [...explorerDocument.vaults, gammaVault], vault_snapshots: [...alphaHistory, ...gammaHistory] },
-      undefined,
+      t.db.prisma,
       { clock: () => newest },
     )
     app = createApp({

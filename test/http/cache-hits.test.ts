@@ -51,7 +51,7 @@ describe(`cache hits (${testBackend})`, () => {
   beforeAll(async () => {
     t = await createKeysTestApp({ allowlist: [W1], env: { RESPONSE_CACHE_TTL_MS: '60000', CORS_ORIGINS: ALLOWED } })
     const generation = t.app.responseCache.ticket()
-    await importDocument({ vaults: [vaultDoc('fast-a', { name: 'Fast A', tvl: '12.5' }), vaultDoc('fast-b', { name: 'Fast B', tvl: '7' })] })
+    await importDocument({ vaults: [vaultDoc('fast-a', { name: 'Fast A', tvl: '12.5' }), vaultDoc('fast-b', { name: 'Fast B', tvl: '7' })] }, t.db.prisma)
     await cacheClearedSince(t.app.responseCache, generation)
     routesOnly = createApp({ config: { ...t.config, responseCache: { ...t.config.responseCache, ttlMs: 0 } }, db: t.db })
     await routesOnly.ready
@@ -157,7 +157,7 @@ describe(`cache hits and rate limits (${testBackend})`, () => {
   it('counts a hit once, and answers 429 past the limit', async () => {
     const t = await createKeysTestApp({ env: { RESPONSE_CACHE_TTL_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: '3' } })
     try {
-      await importDocument({ vaults: [vaultDoc('fast-limit', { name: 'Limit' })] })
+      await importDocument({ vaults: [vaultDoc('fast-limit', { name: 'Limit' })] }, t.db.prisma)
       t.app.responseCache.clear()
       const statuses = []
       for (let i = 0; i < 4; i++) statuses.push((await t.app.fetch(request('/v1/vaults/fast-limit'))).status)

@@ -11,7 +11,7 @@ describe(`security headers (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp({ ADMIN_TOKEN })
-    await insertVault('v1')
+    await insertVault(t.db.prisma, 'v1')
   })
   afterAll(() => t.close())
 
@@ -62,7 +62,7 @@ describe(`CORS (${testBackend})`, () => {
     let t: TestApp
     beforeAll(async () => {
       t = await createTestApp({ ADMIN_TOKEN })
-      await insertVault('v1')
+      await insertVault(t.db.prisma, 'v1')
     })
     afterAll(() => t.close())
 
@@ -98,7 +98,7 @@ describe(`CORS (${testBackend})`, () => {
     let t: TestApp
     beforeAll(async () => {
       t = await createTestApp({ CORS_ORIGINS: 'https://dash.example,https://other.example', CORS_KEY_ORIGINS: 'https://dash.example' })
-      await insertVault('v1')
+      await insertVault(t.db.prisma, 'v1')
     })
     afterAll(() => t.close())
 

@@ -19,7 +19,7 @@ describe(`metrics and request logs (${testBackend})`, () => {
   const previous = logger
   beforeAll(async () => {
     t = await createTestApp()
-    await insertVault('v1')
+    await insertVault(t.db.prisma, 'v1')
     const sink = new Writable({
       write(chunk, _enc, done) {
         for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l))

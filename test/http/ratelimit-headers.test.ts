@@ -27,7 +27,7 @@ describe(`RateLimit headers on public answers (${testBackend})`, () => {
   beforeAll(async () => {
     t = await createKeysTestApp({ env: { RESPONSE_CACHE_TTL_MS: '60000', RATE_LIMIT_PUBLIC_PER_MINUTE: String(LIMIT), TRUST_PROXY: '1' } })
     const generation = t.app.responseCache.ticket()
-    await importDocument({ vaults: [vaultDoc('rl-a', { name: 'RL A' })] })
+    await importDocument({ vaults: [vaultDoc('rl-a', { name: 'RL A' })] }, t.db.prisma)
     await cacheClearedSince(t.app.responseCache, generation)
   })
   afterAll(() => t.close())

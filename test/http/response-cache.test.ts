@@ -29,16 +29,19 @@ describe(`response cache (${testBackend})`, () => {
     // createTestApp waits for app.ready: the change feed listens before anything is imported.
     expect(t.app.responseCache.enabled).toBe(true)
     const generation = t.app.responseCache.ticket()
-    await importDocument({
-      vaults: [vault('cache-a', '100'), vault('cache-b', '200')],
-      compositions: [
-        {
-          vault_id: 'cache-a',
-          as_of: '2026-01-01T00:00:00.000Z',
-          positions: [{ platform: 'aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://i.test/a.svg' }],
-        },
-      ],
-    })
+    await importDocument(
+      {
+        vaults: [vault('cache-a', '100'), vault('cache-b', '200')],
+        compositions: [
+          {
+            vault_id: 'cache-a',
+            as_of: '2026-01-01T00:00:00.000Z',
+            positions: [{ platform: 'aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://i.test/a.svg' }],
+          },
+        ],
+      },
+      t.db.prisma,
+    )
     // The import's own NOTIFY empties the cache when it arrives (on PostgreSQL, a moment later).
     await clearedSince(generation)
   })
@@ -105,7 +108,7 @@ describe(`response cache (${testBackend})`, () => {
     expect((await getVault('cache-a')).body.tvl).toBe('100')
     expect((await getVault('cache-a')).statements).toEqual([])
     const generation = t.app.responseCache.ticket()
-    await importDocument({ vaults: [vault('cache-a', '101')] })
+    await importDocument({ vaults: [vault('cache-a', '101')] }, t.db.prisma)
     await clearedSince(generation)
     const after = await eventually(async () => {
       const r = await getVault('cache-a')
@@ -163,7 +166,7 @@ describe(`response cache, stale-while-revalidate (${testBackend})`, () => {
     t = await createTestApp({ RESPONSE_CACHE_TTL_MS: '200', RESPONSE_CACHE_STALE_MS: '60000', ADMIN_TOKEN })
     expect(t.app.responseCache.staleMs).toBe(60_000)
     const generation = t.app.responseCache.ticket()
-    await importDocument({ vaults: [vault('swr-a', '100')] })
+    await importDocument({ vaults: [vault('swr-a', '100')] }, t.db.prisma)
     // The import's NOTIFY empties the cache when it arrives (on PostgreSQL, a moment later): a
     // clear landing inside a test below would turn its stale answer into a fresh one.
     await cacheClearedSince(t.app.responseCache, generation)

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { Deadline, underDeadline } from '../../src/core/deadlines.js'
 import { ResponseCache, type CachedResponse } from '../../src/http/response-cache.js'
-import { isPublicOperation, PUBLIC_QUERY_FIELDS, PUBLIC_TYPES } from '../../src/graphql/public-operations.js'
+import { buildSchema } from 'graphql'
+import { isPublicOperation, operationClassifier, schemaClasses } from '../../src/graphql/public-operations.js'
 import { schema } from '../../src/graphql/schema/index.js'
 
 const answer = (body: string) => ({ body, contentType: 'application/json' })
@@ -365,7 +366,7 @@ describe('isPublicOperation', () => {
 
   it('covers exactly these fields: a field added to a public type must be public too (review it, then add it here)', () => {
     const fields = Object.fromEntries(
-      [...PUBLIC_TYPES].sort().map((name) => {
+      [...schemaClasses(schema).publicTypes].sort().map((name) => {
         const type = schema.getType(name) as { getFields(): Record<string, unknown> }
         return [name, Object.keys(type.getFields()).sort()]
       }),
@@ -418,6 +419,42 @@ describe('isPublicOperation', () => {
       VaultPerformance: ['apy1d', 'apy1y', 'apy30d', 'apy7d', 'apy90d', 'apyInception', 'asOf', 'basis', 'sharePrice', 'tvl', 'tvlUsd'],
       WithdrawConstraints: ['instantLiquidity', 'instantSlippageMaxBps', 'redeem24hThresholdPctOfAum', 'redeem48hAboveThreshold'],
     })
-    expect([...PUBLIC_QUERY_FIELDS].sort()).toEqual(['vault', 'vaultByAddress', 'vaults'])
+    expect([...schemaClasses(schema).publicQueryFields].sort()).toEqual(['vault', 'vaultByAddress', 'vaults'])
+  })
+
+  it('reads the classes from the marks alone: a type or root field added without one is private', () => {
+    const sdl = 'type Query { vault: Vault, other: Vault } type Vault { id: ID, inner: Inner } type Inner { id: ID }'
+    const unmarked = buildSchema(sdl)
+    expect(schemaClasses(unmarked)).toEqual({ publicTypes: new Set(), publicQueryFields: new Set(), keyManagementFields: new Set() })
+    expect(isPublicOperation(unmarked, '{ vault { id } }', undefined)).toBe(false)
+
+    // The marks where Pothos leaves them on the built schema: the `extensions` of types and fields.
+    const marked = buildSchema(sdl)
+    marked.getType('Vault')!.extensions = { visibility: 'public' }
+    marked.getQueryType()!.getFields().vault!.extensions = { visibility: 'public' }
+    expect(isPublicOperation(marked, '{ vault { id } }', undefined)).toBe(true)
+    expect(isPublicOperation(marked, '{ other { id } }', undefined)).toBe(false)
+    expect(isPublicOperation(marked, '{ vault { inner { id } } }', undefined)).toBe(false)
+  })
+})
+
+describe('key management', () => {
+  it('is exactly these root fields, marked in the schema (review a new one, then add it here)', () => {
+    expect([...schemaClasses(schema).keyManagementFields].sort()).toEqual([
+      'apiKey',
+      'apiKeyChanged',
+      'apiKeyEvents',
+      'apiKeyUsage',
+      'createApiKey',
+      'revokeApiKey',
+    ])
+  })
+
+  it('marks an operation selecting one of them, through fragments, whatever else it selects', () => {
+    const classOf = operationClassifier(schema)
+    expect(classOf('{ vault(id: "a") { id } apiKey { id } }', undefined)).toMatchObject({ keyManagement: true, public: false, read: true })
+    expect(classOf('mutation { ...M } fragment M on Mutation { revokeApiKey { revoked } }', undefined)).toMatchObject({ keyManagement: true, read: false })
+    expect(classOf('subscription { apiKeyChanged { keyId } }', undefined)).toMatchObject({ keyManagement: true, subscription: true })
+    expect(classOf('{ vault(id: "a") { id } }', undefined)).toMatchObject({ keyManagement: false, public: true })
   })
 })

@@ -96,7 +96,7 @@ describe(`import (${testBackend})`, () => {
   })
 
   it('imports a valid document, returns the counts written and stores every value exactly', async () => {
-    expect(await importDocument(document())).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
+    expect(await importDocument(document(), db.prisma)).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
     // Each vault record recorded its live values as a snapshot.
     expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, vaultSnapshots: 2, transactions: 3 })
 
@@ -249,7 +249,7 @@ describe(`import (${testBackend})`, () => {
       completed_at: '2026-11-22T08:00:00Z',
     })
 
-    expect(await importDocument(doc)).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
+    expect(await importDocument(doc, db.prisma)).toEqual({ vaults: 2, compositions: 2, vault_snapshots: 0, transactions: 3 })
     // usdc-main's new live values are a new snapshot; weth-lite's unchanged ones add none.
     expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 2, allocations: 3, vaultSnapshots: 3, transactions: 3 })
 
@@ -271,16 +271,19 @@ describe(`import (${testBackend})`, () => {
   })
 
   it('accepts compositions and transactions for vaults that exist only in the database', async () => {
-    const counts = await importDocument({
-      compositions: [{ vault_id: 'weth-lite', as_of: '2026-11-22T00:00:00Z', positions: [] }],
-      transactions: [tx('t4', { vault_id: 'weth-lite' })],
-    })
+    const counts = await importDocument(
+      {
+        compositions: [{ vault_id: 'weth-lite', as_of: '2026-11-22T00:00:00Z', positions: [] }],
+        transactions: [tx('t4', { vault_id: 'weth-lite' })],
+      },
+      db.prisma,
+    )
     expect(counts).toEqual({ vaults: 0, compositions: 1, vault_snapshots: 0, transactions: 1 })
     expect(await tableCounts()).toEqual({ vaults: 2, snapshots: 3, allocations: 3, vaultSnapshots: 3, transactions: 4 })
   })
 
   it('accepts an empty document', async () => {
-    expect(await importDocument({})).toEqual({ vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 })
+    expect(await importDocument({}, db.prisma)).toEqual({ vaults: 0, compositions: 0, vault_snapshots: 0, transactions: 0 })
   })
 
   const newVault = { ...minimalVault, id: 'brand-new' }
@@ -454,7 +457,7 @@ describe(`import (${testBackend})`, () => {
 
   it.each(rejected)('rejects %s with the offending path, writing nothing', async (_name, doc, message) => {
     const before = await tableCounts()
-    const error = await importDocument(doc).then(
+    const error = await importDocument(doc, db.prisma).then(
       () => undefined,
       (e: unknown) => e,
     )

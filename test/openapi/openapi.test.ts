@@ -53,7 +53,7 @@ describe(`OpenAPI document (${testBackend})`, () => {
   beforeAll(async () => {
     // Every wrong-token answer is exercised here: none may become the wrong-token rate limit's 429.
     t = await createKeysTestApp({ clock: () => EXPLORER_NOW, allowlist: [WALLET, OTHER], env: { RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '0' } })
-    await importDocument(explorerDocument)
+    await importDocument(explorerDocument, t.db.prisma)
     noAdmin = createApp({ config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent' }), db: t.db })
     locked = createApp({
       config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ADMIN_TOKEN, INTERNAL_TOKEN, RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '1' }),

@@ -81,17 +81,20 @@ describe.runIf(testBackend === 'postgres')('PostgreSQL faults: stopped, unreacha
     await db.migrate()
     app = createApp({ config, db })
     await app.ready
-    await insertVault('v1')
-    await insertVault('v2')
-    await importDocument({
-      compositions: [
-        {
-          vault_id: 'v1',
-          as_of: '2026-01-01T00:00:00.000Z',
-          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
-        },
-      ],
-    })
+    await insertVault(db.prisma, 'v1')
+    await insertVault(db.prisma, 'v2')
+    await importDocument(
+      {
+        compositions: [
+          {
+            vault_id: 'v1',
+            as_of: '2026-01-01T00:00:00.000Z',
+            positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+          },
+        ],
+      },
+      db.prisma,
+    )
   })
   afterAll(async () => {
     setLogger(previousLogger)

@@ -113,43 +113,46 @@ describe(`GraphQL under random input (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_PUBLIC_PER_MINUTE: '0' })
-    await insertVault('v1')
-    await insertVault('v2', { status: 'paused' })
-    await importDocument({
-      compositions: [
-        {
-          vault_id: 'v1',
-          as_of: '2026-01-01T00:00:00.000Z',
-          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
-        },
-      ],
-      transactions: [
-        {
-          id: 't1',
-          vault_id: 'v1',
-          address: WALLET,
-          type: 'deposit',
-          status: 'completed',
-          amount: '100',
-          shares: '99',
-          timestamp: '2026-01-02T00:00:00.000Z',
-          completed_at: '2026-01-02T00:01:00.000Z',
-          tx_hash: `0x${'1'.repeat(64)}`,
-        },
-        {
-          id: 't2',
-          vault_id: 'v1',
-          address: WALLET,
-          type: 'redeem',
-          status: 'pending',
-          amount: '5',
-          shares: '5',
-          timestamp: '2026-01-03T00:00:00.000Z',
-          completed_at: null,
-          tx_hash: `0x${'2'.repeat(64)}`,
-        },
-      ],
-    })
+    await insertVault(t.db.prisma, 'v1')
+    await insertVault(t.db.prisma, 'v2', { status: 'paused' })
+    await importDocument(
+      {
+        compositions: [
+          {
+            vault_id: 'v1',
+            as_of: '2026-01-01T00:00:00.000Z',
+            positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+          },
+        ],
+        transactions: [
+          {
+            id: 't1',
+            vault_id: 'v1',
+            address: WALLET,
+            type: 'deposit',
+            status: 'completed',
+            amount: '100',
+            shares: '99',
+            timestamp: '2026-01-02T00:00:00.000Z',
+            completed_at: '2026-01-02T00:01:00.000Z',
+            tx_hash: `0x${'1'.repeat(64)}`,
+          },
+          {
+            id: 't2',
+            vault_id: 'v1',
+            address: WALLET,
+            type: 'redeem',
+            status: 'pending',
+            amount: '5',
+            shares: '5',
+            timestamp: '2026-01-03T00:00:00.000Z',
+            completed_at: null,
+            tx_hash: `0x${'2'.repeat(64)}`,
+          },
+        ],
+      },
+      t.db.prisma,
+    )
   })
   afterAll(() => t.close())
 

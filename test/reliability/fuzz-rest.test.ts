@@ -125,43 +125,46 @@ describe(`REST under random input (${testBackend})`, () => {
     // No wrong-token limit: past it every admin and internal request would be a 429, the routes behind them unreached.
     t = await createKeysTestApp({ allowlist: [WALLET], env: { RATE_LIMIT_PUBLIC_PER_MINUTE: '0', RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '0' } })
     session = (await t.session([WALLET])).authorization!
-    await insertVault('v1')
-    await insertVault('v2', { status: 'paused' })
-    await importDocument({
-      compositions: [
-        {
-          vault_id: 'v1',
-          as_of: '2026-01-01T00:00:00.000Z',
-          positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
-        },
-      ],
-      transactions: [
-        {
-          id: 't1',
-          vault_id: 'v1',
-          address: WALLET,
-          type: 'deposit',
-          status: 'completed',
-          amount: '100',
-          shares: '99',
-          timestamp: '2026-01-02T00:00:00.000Z',
-          completed_at: '2026-01-02T00:01:00.000Z',
-          tx_hash: `0x${'1'.repeat(64)}`,
-        },
-        {
-          id: 't2',
-          vault_id: 'v1',
-          address: WALLET,
-          type: 'redeem',
-          status: 'pending',
-          amount: '5',
-          shares: '5',
-          timestamp: '2026-01-03T00:00:00.000Z',
-          completed_at: null,
-          tx_hash: `0x${'2'.repeat(64)}`,
-        },
-      ],
-    })
+    await insertVault(t.db.prisma, 'v1')
+    await insertVault(t.db.prisma, 'v2', { status: 'paused' })
+    await importDocument(
+      {
+        compositions: [
+          {
+            vault_id: 'v1',
+            as_of: '2026-01-01T00:00:00.000Z',
+            positions: [{ platform: 'Aave', asset: 'USD Coin', symbol: 'USDC', pct: 100, apy_est_pct: 4, icon: 'https://icons.test/usdc.svg' }],
+          },
+        ],
+        transactions: [
+          {
+            id: 't1',
+            vault_id: 'v1',
+            address: WALLET,
+            type: 'deposit',
+            status: 'completed',
+            amount: '100',
+            shares: '99',
+            timestamp: '2026-01-02T00:00:00.000Z',
+            completed_at: '2026-01-02T00:01:00.000Z',
+            tx_hash: `0x${'1'.repeat(64)}`,
+          },
+          {
+            id: 't2',
+            vault_id: 'v1',
+            address: WALLET,
+            type: 'redeem',
+            status: 'pending',
+            amount: '5',
+            shares: '5',
+            timestamp: '2026-01-03T00:00:00.000Z',
+            completed_at: null,
+            tx_hash: `0x${'2'.repeat(64)}`,
+          },
+        ],
+      },
+      t.db.prisma,
+    )
   })
   afterAll(() => t.close())
 

@@ -41,7 +41,7 @@ describe(`REST shim (${testBackend})`, () => {
     restStep({ yoga: t.app.yoga, routes, cache: new ResponseCache(0, 1 << 20), who: t.config, admitted: async () => {} })
   beforeAll(async () => {
     t = await createTestApp()
-    await insertVault('v1', { tvl: '12.50' })
+    await insertVault(t.db.prisma, 'v1', { tvl: '12.50' })
     step = stepOf([route, { ...route, path: '/private/:vault_id', cache: undefined }])
   })
   afterAll(() => t.close())

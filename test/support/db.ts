@@ -28,7 +28,7 @@ export async function freshStorage(): Promise<Config['storage']> {
   return { mode: 'embedded', dataDir: 'memory://' }
 }
 
-/** A fresh, migrated, empty database (and the process-wide `prisma` pointed at it). */
+/** A fresh, migrated, empty database; pass its `prisma` to whatever reads or writes (nothing finds it by itself). */
 export async function testDatabase(): Promise<Database> {
   if (testBackend === 'pglite') {
     const snapshot = new Blob([await readFile(inject('pgliteSnapshot'))])

@@ -1,4 +1,4 @@
-import { prisma } from '../../src/db/client.js'
+import type { Db } from '../../src/db/client.js'
 
 /** A vault row with every required column; override what a test cares about. */
 export function vaultRow(id: string, overrides: Record<string, unknown> = {}) {
@@ -19,6 +19,6 @@ export function vaultRow(id: string, overrides: Record<string, unknown> = {}) {
   }
 }
 
-export async function insertVault(id: string, overrides: Record<string, unknown> = {}) {
-  return prisma.vault.create({ data: vaultRow(id, overrides) as Parameters<typeof prisma.vault.create>[0]['data'] })
+export async function insertVault(db: Db, id: string, overrides: Record<string, unknown> = {}) {
+  return db.vault.create({ data: vaultRow(id, overrides) as Parameters<typeof db.vault.create>[0]['data'] })
 }

@@ -49,14 +49,17 @@ describe(`composition (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp({}, { clock: () => now })
-    await importDocument({
-      vaults: [vault('mix'), vault('empty'), vault('later'), vault('cash')],
-      compositions: [
-        ...[A, B, C, D, FUTURE].map((s) => ({ vault_id: 'mix', ...s })),
-        { vault_id: 'later', ...FUTURE },
-        { vault_id: 'cash', as_of: '2026-11-21T08:00:00.000Z', positions: [] },
-      ],
-    })
+    await importDocument(
+      {
+        vaults: [vault('mix'), vault('empty'), vault('later'), vault('cash')],
+        compositions: [
+          ...[A, B, C, D, FUTURE].map((s) => ({ vault_id: 'mix', ...s })),
+          { vault_id: 'later', ...FUTURE },
+          { vault_id: 'cash', as_of: '2026-11-21T08:00:00.000Z', positions: [] },
+        ],
+      },
+      t.db.prisma,
+    )
   })
   afterAll(() => t.close())
 

@@ -122,12 +122,12 @@ describe(`performance SQL = the reference rules (${testBackend})`, () => {
             ],
             vault_snapshots: snaps.map((s) => ({ vault_id: id, ...s })),
           },
-          undefined,
+          t.db.prisma,
           { clock: () => new Date(snaps.at(-1)?.as_of ?? now) },
         )
         // A vault without snapshots of its own in the document gets one from its record, at the import's time (now).
         const all = snaps.length > 0 ? snaps : [{ as_of: now.toISOString(), share_price: '1', tvl: '0', base_asset_price_usd: null }]
-        const perf = await loadPerformance([id, 'unknown'], { now, spikePct })
+        const perf = await loadPerformance(t.db.prisma, [id, 'unknown'], { now, spikePct })
         // The basis of each APY gives that APY back (decisions §14), and is null exactly where it is.
         const { apyBasis, ...values } = perf.get(id)!
         expect(values).toEqual(expectedPerformance(all, spikePct))
@@ -141,7 +141,7 @@ describe(`performance SQL = the reference rules (${testBackend})`, () => {
         expect(unknown).toEqual(expectedPerformance([], spikePct))
         expect(Object.values(none).every((b) => b === null)).toBe(true)
         for (const timeframe of TIMEFRAMES) {
-          const series = await loadPerformanceSeries([id], { window: seriesWindow(timeframe, now), spikePct })
+          const series = await loadPerformanceSeries(t.db.prisma, [id], { window: seriesWindow(timeframe, now), spikePct })
           expect(series.get(id)).toEqual(expectedSeries(all, timeframe, spikePct))
         }
       }),

@@ -88,7 +88,7 @@ describe(`performance history (${testBackend})`, () => {
         vaults: [record(STEADY), record(YOUNG), record(ETH, { name: 'Ether Yield', symbol: 'vgETH', base_asset: 'ETH' }), record(LATER)],
         vault_snapshots: [...STEADY, ...YOUNG, ...ETH, ...LATER],
       },
-      undefined,
+      t.db.prisma,
       { clock: () => now },
     )
   })
@@ -352,7 +352,7 @@ describe(`performance history (${testBackend})`, () => {
       ])
       await importDocument(
         { vaults: bulk.map((id, i) => vaultDoc(id, { chain: 'base', share_price: `1.1${i}`, tvl: String(1000 + i) })), vault_snapshots: snaps },
-        undefined,
+        t.db.prisma,
         {
           clock: () => now,
         },

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { prisma } from '../../src/db/client.js'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { errorBody } from '../support/bodies.js'
@@ -59,7 +58,7 @@ describe(`reads every vault API has (${testBackend})`, () => {
         vault_snapshots: [...SNAPSHOTS, snap(LONG_FROM, '1', 'long')],
         compositions: COMPOSITIONS,
       },
-      undefined,
+      t.db.prisma,
       { clock: () => new Date('2026-11-21T12:10:00.000Z') },
     )
   })
@@ -112,7 +111,7 @@ describe(`reads every vault API has (${testBackend})`, () => {
       expect(result.body).toEqual({ data: { vaultByAddress: { id: 'ranged', name: 'Vault ranged', caip10: `eip155:8453:${CHECKSUMMED}` } } })
       expect(statements).toHaveLength(1)
       expect(statements[0]).toMatch(/WHERE chain_id = \$1 AND lower\(contract_address\) = \$2$/)
-      const [index] = await prisma.$queryRawUnsafe<{ indexdef: string }[]>(
+      const [index] = await t.db.prisma.$queryRawUnsafe<{ indexdef: string }[]>(
         `SELECT indexdef FROM pg_indexes WHERE indexname = 'vaults_chain_id_contract_address_key'`,
       )
       expect(index!.indexdef).toMatch(
@@ -121,28 +120,31 @@ describe(`reads every vault API has (${testBackend})`, () => {
     })
 
     it('an import that would give two vaults one chain and contract is refused whole, naming the path', async () => {
-      const before = await prisma.vault.count()
+      const before = await t.db.prisma.vault.count()
       const other = CONTRACT.replace('5a', '6b')
       // Within the document (the address in another case is the same contract).
       await expect(
-        importDocument({
-          vaults: [
-            vaultDoc('new-1', { chain_id: '10', contract: { address: other } }),
-            vaultDoc('new-2', { chain_id: '10', contract: { address: other.toUpperCase().replace('0X', '0x') } }),
-          ],
-        }),
+        importDocument(
+          {
+            vaults: [
+              vaultDoc('new-1', { chain_id: '10', contract: { address: other } }),
+              vaultDoc('new-2', { chain_id: '10', contract: { address: other.toUpperCase().replace('0X', '0x') } }),
+            ],
+          },
+          t.db.prisma,
+        ),
       ).rejects.toMatchObject({
         code: 'bad_request',
         message: 'vaults[1].contract.address: duplicate contract on chain 10 (first at vaults[0]); a chain and contract address belong to one vault',
       })
       // Against a stored vault.
       await expect(
-        importDocument({ vaults: [vaultDoc('new-3'), vaultDoc('new-4', { chain_id: '8453', contract: { address: CONTRACT } })] }),
+        importDocument({ vaults: [vaultDoc('new-3'), vaultDoc('new-4', { chain_id: '8453', contract: { address: CONTRACT } })] }, t.db.prisma),
       ).rejects.toMatchObject({
         code: 'bad_request',
         message: 'vaults[1].contract.address: vault "ranged" already has this contract on chain 8453; a chain and contract address belong to one vault',
       })
-      expect(await prisma.vault.count()).toBe(before) // nothing written
+      expect(await t.db.prisma.vault.count()).toBe(before) // nothing written
       // Not a clash: another chain, no chain id, or the vault itself re-imported.
       const clock = { clock: () => new Date('2026-11-21T12:10:00.000Z') }
       await importDocument(
@@ -152,14 +154,14 @@ describe(`reads every vault API has (${testBackend})`, () => {
             vaultDoc('new-6', { chain_id: null, contract: { address: CONTRACT } }),
           ],
         },
-        undefined,
+        t.db.prisma,
         clock,
       )
       const ranged = (address: string) => vaultDoc('ranged', { share_price: '1.04', tvl: '1000', chain_id: '8453', contract: { address } })
-      await importDocument({ vaults: [ranged(CONTRACT)] }, undefined, clock)
+      await importDocument({ vaults: [ranged(CONTRACT)] }, t.db.prisma, clock)
       expect((await get(`/v1/chains/8453/vaults/${CHECKSUMMED}`)).body.contract).toEqual({ address: CONTRACT })
-      await importDocument({ vaults: [ranged(CHECKSUMMED)] }, undefined, clock)
-      await prisma.vault.deleteMany({ where: { id: { in: ['new-5', 'new-6'] } } })
+      await importDocument({ vaults: [ranged(CHECKSUMMED)] }, t.db.prisma, clock)
+      await t.db.prisma.vault.deleteMany({ where: { id: { in: ['new-5', 'new-6'] } } })
     })
   })
 

@@ -80,7 +80,7 @@ describe(`vault reads (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: [full, bare, closed] })
+    await importDocument({ vaults: [full, bare, closed] }, t.db.prisma)
   })
   afterAll(() => t.close())
 
@@ -229,24 +229,27 @@ describe(`vault list batching (${testBackend})`, () => {
   beforeAll(async () => {
     t = await createTestApp({}, { clock: () => now })
     const ids = Array.from({ length: 50 }, (_, i) => `v${String(i).padStart(2, '0')}`)
-    await importDocument({
-      vaults: ids.map((id) => ({ ...bare, id, api_endpoint: `https://api.vaultgate.test/v1/vaults/${id}` })),
-      compositions: ids.flatMap((id, i) => [
-        {
-          vault_id: id,
-          as_of: '2026-11-20T00:00:00.000Z',
-          positions: [{ platform: 'Old', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 1, icon: 'old.svg' }],
-        },
-        {
-          vault_id: id,
-          as_of: '2026-11-21T06:00:00.000Z',
-          positions: [
-            { platform: 'Aave', asset: 'Ether', symbol: 'ETH', pct: i, apy_est_pct: 2, icon: 'aave.svg' },
-            { platform: 'Lido', asset: 'Staked Ether', symbol: 'stETH', pct: 100 - i, apy_est_pct: 3, icon: 'lido.svg' },
-          ],
-        },
-      ]),
-    })
+    await importDocument(
+      {
+        vaults: ids.map((id) => ({ ...bare, id, api_endpoint: `https://api.vaultgate.test/v1/vaults/${id}` })),
+        compositions: ids.flatMap((id, i) => [
+          {
+            vault_id: id,
+            as_of: '2026-11-20T00:00:00.000Z',
+            positions: [{ platform: 'Old', asset: 'Ether', symbol: 'ETH', pct: 100, apy_est_pct: 1, icon: 'old.svg' }],
+          },
+          {
+            vault_id: id,
+            as_of: '2026-11-21T06:00:00.000Z',
+            positions: [
+              { platform: 'Aave', asset: 'Ether', symbol: 'ETH', pct: i, apy_est_pct: 2, icon: 'aave.svg' },
+              { platform: 'Lido', asset: 'Staked Ether', symbol: 'stETH', pct: 100 - i, apy_est_pct: 3, icon: 'lido.svg' },
+            ],
+          },
+        ]),
+      },
+      t.db.prisma,
+    )
   })
   afterAll(() => t.close())
 

@@ -111,7 +111,7 @@ describe(`position summary (${testBackend})`, () => {
         ],
         transactions,
       },
-      undefined,
+      t.db.prisma,
       { clock: () => IMPORTED },
     )
   })
@@ -225,10 +225,13 @@ describe(`position summary (${testBackend})`, () => {
   })
 
   it('answers position_value_usd null while the base-asset USD price is unknown, the other values as usual', async () => {
-    await importDocument({
-      vaults: [vaultDoc('s6', { share_price: '2', base_asset_price_usd: null })],
-      transactions: [tx('s6-d1', 's6', 'deposit', 'completed', '10', '5', 8, B)],
-    })
+    await importDocument(
+      {
+        vaults: [vaultDoc('s6', { share_price: '2', base_asset_price_usd: null })],
+        transactions: [tx('s6-d1', 's6', 'deposit', 'completed', '10', '5', 8, B)],
+      },
+      t.db.prisma,
+    )
     expect((await summary(B, 's6')).body).toMatchObject({ share_balance: '5', share_price: '2', position_value_usd: null, all_time_earned: '0' })
   })
 })

@@ -73,7 +73,7 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'].map((id) => vaultDoc(id)), transactions }, undefined, { clock: () => IMPORTED })
+    await importDocument({ vaults: ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'].map((id) => vaultDoc(id)), transactions }, t.db.prisma, { clock: () => IMPORTED })
   })
   afterAll(() => t.close())
   // Only Date is faked: the database drivers' timers keep running.
@@ -270,7 +270,7 @@ describe(`redeem queue and ETA (${testBackend})`, () => {
   beforeAll(async () => {
     t = await createTestApp()
     const vaults = ['q1', ...queueVaults, 'q11'].map((id) => vaultDoc(id))
-    await importDocument({ vaults, transactions: seeded }, undefined, { clock: () => IMPORTED })
+    await importDocument({ vaults, transactions: seeded }, t.db.prisma, { clock: () => IMPORTED })
   })
   afterAll(() => t.close())
   beforeEach(() => {

@@ -58,7 +58,7 @@ describe(`GET /v1/users/{address}/transactions across vaults (${testBackend})`, 
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: [...VAULTS, 'v4'].map((id) => vaultDoc(id)), transactions: [...history, ...noise] })
+    await importDocument({ vaults: [...VAULTS, 'v4'].map((id) => vaultDoc(id)), transactions: [...history, ...noise] }, t.db.prisma)
   })
   afterAll(() => t.close())
 

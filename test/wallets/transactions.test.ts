@@ -61,7 +61,7 @@ describe(`GET /v1/users/{address}/vaults/{vault_id}/transactions (${testBackend}
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: [vaultDoc('v1'), vaultDoc('v2'), vaultDoc('v3')], transactions: [...history, ...noise] })
+    await importDocument({ vaults: [vaultDoc('v1'), vaultDoc('v2'), vaultDoc('v3')], transactions: [...history, ...noise] }, t.db.prisma)
   })
   afterAll(() => t.close())
 
@@ -89,7 +89,7 @@ describe(`GET /v1/users/{address}/vaults/{vault_id}/transactions (${testBackend}
       amount: '5',
       timestamp: new Date(BASE + 86_400_000).toISOString(),
     })
-    await importDocument({ transactions: [newer] })
+    await importDocument({ transactions: [newer] }, t.db.prisma)
     try {
       const second = await page(`?limit=200&cursor=${first.body.next_cursor}`)
       expect(second).toEqual({ status: 200, body: { items: newestFirst.slice(200, 400), next_cursor: expect.any(String) }, cacheControl: 'no-store' })
@@ -208,7 +208,7 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
   let t: TestApp
   beforeAll(async () => {
     t = await createTestApp()
-    await importDocument({ vaults: [vaultDoc('v1'), vaultDoc('v2')], transactions: [...history, ...noise] })
+    await importDocument({ vaults: [vaultDoc('v1'), vaultDoc('v2')], transactions: [...history, ...noise] }, t.db.prisma)
   })
   afterAll(() => t.close())
 

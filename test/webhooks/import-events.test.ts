@@ -89,11 +89,11 @@ describe(`webhook events of an import (${testBackend})`, () => {
       .endpoint
     expect(endpoint.event_types).toEqual(['redeem.claimable', 'transaction.status_changed'])
     const pending = tx('q1', { type: 'redeem', status: 'pending', completed_at: null })
-    await importDocument({ vaults: [fullVault], transactions: [pending] })
+    await importDocument({ vaults: [fullVault], transactions: [pending] }, db.prisma)
     expect(await outbox()).toEqual([])
 
     const claimable = { ...pending, status: 'claimable' as const }
-    await importDocument({ transactions: [claimable] })
+    await importDocument({ transactions: [claimable] }, db.prisma)
     const events = await outbox()
     expect(events.map((e) => [e.type, e.payload.id])).toEqual([
       ['redeem.claimable', 'q1'],
@@ -108,7 +108,7 @@ describe(`webhook events of an import (${testBackend})`, () => {
     await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/q', event_types: ['redeem.claimable', 'redeem.completed'] })
     const fresh = tx('q2', { type: 'redeem', status: 'claimable', completed_at: null, timestamp: '2026-11-21T10:30:00.000Z' })
     const claimed = { ...claimable, status: 'completed' as const, completed_at: '2026-11-21T12:00:00.000Z' }
-    await importDocument({ transactions: [claimed, fresh] })
+    await importDocument({ transactions: [claimed, fresh] }, db.prisma)
     expect((await outbox()).map((e) => [e.type, e.payload.id, e.payload.status])).toEqual([
       ['redeem.claimable', 'q2', 'claimable'],
       ['redeem.completed', 'q1', 'completed'],
@@ -120,11 +120,14 @@ describe(`webhook events of an import (${testBackend})`, () => {
     const deposit = tx('t1')
     const pendingRedeem = tx('t2', { type: 'redeem', status: 'pending', completed_at: null, address: B.toUpperCase().replace('0X', '0x') })
     const completedRedeem = tx('t3', { vault_id: bareVault.id, type: 'redeem', completed_at: '2026-11-21T11:00:00.000Z' })
-    await importDocument({
-      vaults: [fullVault, bareVault],
-      compositions: [composition(fullVault.id, '2026-11-21T00:00:00.000Z')],
-      transactions: [deposit, pendingRedeem, completedRedeem],
-    })
+    await importDocument(
+      {
+        vaults: [fullVault, bareVault],
+        compositions: [composition(fullVault.id, '2026-11-21T00:00:00.000Z')],
+        transactions: [deposit, pendingRedeem, completedRedeem],
+      },
+      db.prisma,
+    )
 
     const first = await outbox()
     expect(first.map((e) => [e.type, e.payload.id ?? e.payload.vault_id])).toEqual([
@@ -159,7 +162,7 @@ describe(`webhook events of an import (${testBackend})`, () => {
       compositions: [composition(fullVault.id, '2026-11-21T00:00:00.000Z')],
       transactions: [deposit, completed, completedRedeem, later],
     }
-    await importDocument(second)
+    await importDocument(second, db.prisma)
     const events = await outbox()
     expect(events.map((e) => [e.type, e.payload.id ?? e.payload.vault_id])).toEqual([
       ['redeem.completed', 't2'],
@@ -179,11 +182,11 @@ describe(`webhook events of an import (${testBackend})`, () => {
     for (const e of events) expect(JSON.stringify(e.payload)).toBe(JSON.stringify(eventDataSchemas[e.type].parse(e.payload)))
 
     // The same document again changes nothing, so it emits nothing.
-    await importDocument(second)
+    await importDocument(second, db.prisma)
     expect(await outbox()).toHaveLength(4)
 
     // A snapshot whose allocations change is a composition change of its vault (and only that).
-    await importDocument({ compositions: [composition(fullVault.id, '2026-11-21T00:00:00.000Z', 55)] })
+    await importDocument({ compositions: [composition(fullVault.id, '2026-11-21T00:00:00.000Z', 55)] }, db.prisma)
     const changed = (await outbox()).filter((e) => e.type === 'vault.updated')
     expect(changed.map((e) => e.payload.changes)).toEqual([['values'], ['composition']])
   })
@@ -192,9 +195,9 @@ describe(`webhook events of an import (${testBackend})`, () => {
     await importDocument({ vaults: [fullVault] }, db.prisma, { clock: () => new Date('2026-11-21T00:00:00.000Z') })
     await subscribeAll()
     const snapshot = (as_of: string, share_price: string, tvl: string) => ({ vault_id: fullVault.id, as_of, share_price, tvl, base_asset_price_usd: '1' })
-    await importDocument({ vault_snapshots: [snapshot('2026-11-20T00:00:00.000Z', '1.04', '1000')] })
+    await importDocument({ vault_snapshots: [snapshot('2026-11-20T00:00:00.000Z', '1.04', '1000')] }, db.prisma)
     expect(await outbox()).toEqual([])
-    await importDocument({ vault_snapshots: [snapshot('2026-11-22T00:00:00.000Z', '1.0431', '1250001')] })
+    await importDocument({ vault_snapshots: [snapshot('2026-11-22T00:00:00.000Z', '1.0431', '1250001')] }, db.prisma)
     expect((await outbox()).map((e) => e.payload)).toEqual([
       { vault_id: fullVault.id, status: 'active', tvl: '1250001', share_price: '1.0431', changes: ['values'] },
     ])
@@ -202,19 +205,22 @@ describe(`webhook events of an import (${testBackend})`, () => {
 
   it('follows the endpoints: types and vaults nobody subscribes to are not written', async () => {
     await serviceFor(db).createEndpoint({ url: 'http://127.0.0.1:9/v2', event_types: ['vault.updated'] })
-    await importDocument({ vaults: [fullVault, bareVault] }) // the vaults must exist before a filter can name them
+    await importDocument({ vaults: [fullVault, bareVault] }, db.prisma) // the vaults must exist before a filter can name them
     await clearWebhooks(db)
     const service = serviceFor(db)
     await service.createEndpoint({ url: 'http://127.0.0.1:9/bare', event_types: ['transaction.created', 'vault.updated'], vault_ids: [bareVault.id] })
     const off = (await service.createEndpoint({ url: 'http://127.0.0.1:9/off', event_types: [...WEBHOOK_EVENT_TYPES] })).endpoint
     await service.setDisabled(off.id, true)
-    await importDocument({
-      vaults: [
-        { ...fullVault, tvl: '1' },
-        { ...bareVault, tvl: '2' },
-      ],
-      transactions: [tx('t1'), tx('t2', { vault_id: bareVault.id, type: 'redeem' })],
-    })
+    await importDocument(
+      {
+        vaults: [
+          { ...fullVault, tvl: '1' },
+          { ...bareVault, tvl: '2' },
+        ],
+        transactions: [tx('t1'), tx('t2', { vault_id: bareVault.id, type: 'redeem' })],
+      },
+      db.prisma,
+    )
     expect((await outbox()).map((e) => [e.type, e.payload.id ?? e.payload.vault_id])).toEqual([
       ['transaction.created', 't2'],
       ['vault.updated', bareVault.id],
@@ -224,7 +230,7 @@ describe(`webhook events of an import (${testBackend})`, () => {
 
   it('emits nothing when the import rolls back, even after its rows and events were written', async () => {
     await subscribeAll()
-    await importDocument({ vaults: [fullVault] })
+    await importDocument({ vaults: [fullVault] }, db.prisma)
     await clearWebhooks(db)
     await subscribeAll()
     // A real database failure on the last row, after the vault, the composition and the other
@@ -234,11 +240,14 @@ describe(`webhook events of an import (${testBackend})`, () => {
     await db.prisma.$executeRawUnsafe(`CREATE TRIGGER refuse_boom BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION refuse_boom()`)
     try {
       await expect(
-        importDocument({
-          vaults: [{ ...fullVault, tvl: '99' }],
-          compositions: [composition(fullVault.id, '2026-11-23T00:00:00.000Z')],
-          transactions: [tx('t1'), tx('t2'), tx('boom')],
-        }),
+        importDocument(
+          {
+            vaults: [{ ...fullVault, tvl: '99' }],
+            compositions: [composition(fullVault.id, '2026-11-23T00:00:00.000Z')],
+            transactions: [tx('t1'), tx('t2'), tx('boom')],
+          },
+          db.prisma,
+        ),
       ).rejects.toThrow(/boom refused/)
     } finally {
       await db.prisma.$executeRawUnsafe('DROP TRIGGER refuse_boom ON transactions')
@@ -247,22 +256,22 @@ describe(`webhook events of an import (${testBackend})`, () => {
     expect(await deliveryCount()).toBe(0)
     expect(await db.prisma.transaction.count()).toBe(0)
     // The capture table went with the transaction: the next import starts clean and works.
-    await importDocument({ transactions: [tx('t1')] })
+    await importDocument({ transactions: [tx('t1')] }, db.prisma)
     expect((await outbox()).map((e) => e.type)).toEqual(['transaction.created'])
   })
 
   it('sends a fixed number of statements however many rows change, and next to nothing when no endpoint listens', async () => {
-    await importDocument({ vaults: [fullVault] })
+    await importDocument({ vaults: [fullVault] }, db.prisma)
     const many = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => tx(`${prefix}-${i}`))
 
     // Both sizes above the ANALYZE threshold (1000 rows) and within one chunk (5000).
-    const idle = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '4' }], transactions: many(1000, 'idle') }))
+    const idle = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '4' }], transactions: many(1000, 'idle') }, db.prisma))
     const webhookSql = idle.statements.filter((s) => /webhook|vaultgate_import_changes/.test(s))
     expect(webhookSql.map((s) => s.trim())).toEqual(['SELECT DISTINCT unnest(event_types) AS type FROM webhook_endpoints WHERE disabled_at IS NULL'])
 
     await subscribeAll()
-    const small = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '5' }], transactions: many(1000, 'small') }))
-    const large = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '6' }], transactions: many(4900, 'large') }))
+    const small = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '5' }], transactions: many(1000, 'small') }, db.prisma))
+    const large = await recordSql(() => importDocument({ vaults: [{ ...fullVault, tvl: '6' }], transactions: many(4900, 'large') }, db.prisma))
     expect(large.statements.length).toBe(small.statements.length)
     expect(large.statements.length).toBe(idle.statements.length + 3) // the capture table, the emission and the NOTIFY
     expect((await outbox()).filter((e) => e.type === 'transaction.created')).toHaveLength(5900)

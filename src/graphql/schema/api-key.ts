@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import { cost, pageCost } from '../cost.js'
+import { KEY_MANAGEMENT } from '../public-operations.js'
 import { checkPageSize } from '../../core/page.js'
 import { GRAPHQL_AFTER, REST_CURSOR } from '../../core/signed-cursor.js'
 import { parseInput } from '../../core/input.js'
@@ -65,14 +66,16 @@ builder.queryField('apiKey', (t) =>
   t.field({
     type: ApiKey,
     nullable: true,
+    extensions: KEY_MANAGEMENT,
     description: "The caller's active API key, or null when it has none.",
-    resolve: async (_root, _args, ctx) => activeApiKey((await ctx.viewer()).wallet, ctx.clock()),
+    resolve: async (_root, _args, ctx) => activeApiKey(ctx.db, (await ctx.viewer()).wallet, ctx.clock()),
   }),
 )
 
 builder.mutationField('createApiKey', (t) =>
   t.field({
     type: NewApiKey,
+    extensions: KEY_MANAGEMENT,
     description: 'Creates an API key for the caller; its previous key is revoked in the same transaction.',
     args: {
       keyPrefix: t.arg.string({ description: 'Matches [A-Za-z0-9][A-Za-z0-9_-]{0,31}; default "vaultgate".' }),
@@ -91,7 +94,7 @@ builder.mutationField('createApiKey', (t) =>
         name: args.name ?? undefined,
         allowedCidrs: args.allowedCidrs ?? undefined,
       })
-      const { record, apiKey } = await createApiKey(wallet, newKeySettings(input), ctx.clock)
+      const { record, apiKey } = await createApiKey(ctx.db, wallet, newKeySettings(input), ctx.clock)
       return { ...record, apiKey }
     },
   }),
@@ -100,8 +103,9 @@ builder.mutationField('createApiKey', (t) =>
 builder.mutationField('revokeApiKey', (t) =>
   t.field({
     type: RevokeApiKeyResult,
+    extensions: KEY_MANAGEMENT,
     description: "Revokes the caller's active API key.",
-    resolve: async (_root, _args, ctx) => ({ revoked: await revokeApiKey((await ctx.viewer()).wallet, ctx.clock) }),
+    resolve: async (_root, _args, ctx) => ({ revoked: await revokeApiKey(ctx.db, (await ctx.viewer()).wallet, ctx.clock) }),
   }),
 )
 
@@ -134,7 +138,7 @@ builder.queryField('apiKeyEvents', (t) =>
     type: ApiKeyEventConnection,
     description:
       "The caller's key history, newest first: creations, revocations, replacements, allowlist removals and expiries. Forward pagination with after = pageInfo.endCursor.",
-    extensions: cost(pageCost),
+    extensions: { ...cost(pageCost), ...KEY_MANAGEMENT },
     args: {
       first: t.arg.int({ description: 'Page size, 1 to 200 (default 50); outside that range a bad_request error.' }),
       after: t.arg.string({ description: 'An endCursor (or edge cursor) from a previous page.' }),
@@ -145,7 +149,7 @@ builder.queryField('apiKeyEvents', (t) =>
       // The REST shim (`rest` in Yoga's server context, src/rest/step.ts) names its own parameter.
       const argument = (ctx as { rest?: boolean }).rest ? REST_CURSOR : GRAPHQL_AFTER
       const after = args.after === null || args.after === undefined ? null : decodeHistoryCursor(wallet, args.after, argument)
-      const { entries, hasNextPage } = await keyHistory(wallet, ctx.now, after, limit)
+      const { entries, hasNextPage } = await keyHistory(ctx.db, wallet, ctx.now, after, limit)
       return {
         edges: entries.map((e) => ({ cursor: e.cursor, node: e })),
         pageInfo: { hasNextPage, hasPreviousPage: after !== null, startCursor: entries[0]?.cursor ?? null, endCursor: entries.at(-1)?.cursor ?? null },
@@ -196,12 +200,13 @@ const Usage = builder.objectRef<{ days: number; since: string; items: UsageDay[]
 builder.queryField('apiKeyUsage', (t) =>
   t.field({
     type: Usage,
+    extensions: KEY_MANAGEMENT,
     description: `Verifications of the caller's keys per key and UTC day, by outcome, over the last \`days\` days (1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}; today included). Counts are written in batches: the last few seconds may not show yet.`,
     args: { days: t.arg.int({ description: `1 to ${USAGE_RETENTION_DAYS}, default ${USAGE_DEFAULT_DAYS}.` }) },
     resolve: async (_root, args, ctx) => {
       const days = checkUsageDays(args.days)
       const { wallet } = await ctx.viewer()
-      return usageOf(wallet, days, ctx.now)
+      return usageOf(ctx.db, wallet, days, ctx.now)
     },
   }),
 )

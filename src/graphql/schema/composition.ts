@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import { cost } from '../cost.js'
+import { PUBLIC } from '../public-operations.js'
 import {
   groupAllocations,
   INTERVAL_MS,
@@ -93,6 +94,7 @@ export function seriesSpecOf(
 }
 
 export const CompositionPosition = builder.objectRef<Position>('CompositionPosition').implement({
+  extensions: PUBLIC,
   description: 'One group of allocations.',
   fields: (t) => ({
     platform: t.exposeString('platform'),
@@ -105,6 +107,7 @@ export const CompositionPosition = builder.objectRef<Position>('CompositionPosit
 })
 
 export const Composition = builder.objectRef<CompositionShape>('Composition').implement({
+  extensions: PUBLIC,
   description: "A vault's current composition: its latest snapshot, grouped.",
   fields: (t) => ({
     asOf: t.expose('asOf', { type: 'DateTime', nullable: true, description: 'When the snapshot was taken; null while the vault has none.' }),
@@ -113,6 +116,7 @@ export const Composition = builder.objectRef<CompositionShape>('Composition').im
 })
 
 export const CompositionPoint = builder.objectRef<Series['points'][number]>('CompositionPoint').implement({
+  extensions: PUBLIC,
   description: 'The composition in one bucket of a series: the last snapshot taken before the bucket closed.',
   fields: (t) => ({
     t: t.expose('t', { type: 'DateTime', description: "The bucket's start." }),
@@ -121,6 +125,7 @@ export const CompositionPoint = builder.objectRef<Series['points'][number]>('Com
 })
 
 export const CompositionSeries = builder.objectRef<Series & { groupBy: GroupBy } & Omit<SeriesSpec, 'window'>>('CompositionSeries').implement({
+  extensions: PUBLIC,
   description: 'How a composition moved over a timeframe ending now or a range. No points before the first snapshot.',
   fields: (t) => ({
     groupBy: t.expose('groupBy', { type: CompositionGroupBy }),

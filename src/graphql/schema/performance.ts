@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import { cost } from '../cost.js'
+import { PUBLIC } from '../public-operations.js'
 import { CompositionTimeframe, SeriesInterval, SeriesRange, seriesBuckets, seriesSpecOf } from './composition.js'
 import type { SeriesSpec } from '../../vaults/composition.js'
 import { APY_WINDOWS, type ApyBasisEntry, type ApyWindow as Window } from '../../vaults/performance.js'
@@ -25,6 +26,7 @@ export const ApyWindowEnum = builder.enumType('ApyWindow', {
 })
 
 export const ApyBasis = builder.objectRef<ApyBasisEntry & { window: Window | 'inception' }>('ApyBasis').implement({
+  extensions: PUBLIC,
   description: 'The two snapshots an APY came from: ((sharePriceTo / sharePriceFrom)^(365 days / (to − from)) − 1) × 100, rounded to 6 decimals, is that APY.',
   fields: (t) => ({
     window: t.expose('window', { type: ApyWindowEnum }),
@@ -36,6 +38,7 @@ export const ApyBasis = builder.objectRef<ApyBasisEntry & { window: Window | 'in
 })
 
 export const VaultPerformance = builder.objectRef<Performance>('VaultPerformance').implement({
+  extensions: PUBLIC,
   description:
     "A vault's newest snapshot up to now and its realized APY windows: ((p1 / p0)^(365 days / (t1 − t0)) − 1) × 100 with p1 the newest snapshot not flagged as a spike and p0 the newest unflagged snapshot at least the window before it. Every field is null while the vault has no snapshot.",
   fields: (t) => ({
@@ -76,6 +79,7 @@ export const PerformanceFlag = builder.enumType('PerformanceFlag', {
 })
 
 export const PerformancePoint = builder.objectRef<Point>('PerformancePoint').implement({
+  extensions: PUBLIC,
   description: 'A vault in one bucket of a series: the last snapshot taken before the bucket closed.',
   fields: (t) => ({
     t: t.expose('t', { type: 'DateTime', description: "The bucket's start." }),
@@ -91,6 +95,7 @@ export const PerformancePoint = builder.objectRef<Point>('PerformancePoint').imp
 })
 
 export const PerformanceSeries = builder.objectRef<Omit<SeriesSpec, 'window'> & { points: Point[] }>('PerformanceSeries').implement({
+  extensions: PUBLIC,
   description: "Share price, TVL and 7-day APY over a timeframe ending now or a range, on the composition series' grid. No points before the first snapshot.",
   fields: (t) => ({
     timeframe: t.expose('timeframe', { type: CompositionTimeframe, nullable: true, description: 'Null for a range.' }),

@@ -99,7 +99,7 @@ builder.objectFields(User, (t) => ({
   pendingRedeems: t.field({
     type: PendingRedeems,
     resolve: async (user, _args, ctx) => {
-      const redeems = await pendingRedeemsOf(user.address, ctx.now)
+      const redeems = await pendingRedeemsOf(ctx.db, user.address, ctx.now)
       return {
         ...redeems,
         asOf: await asOfVaults(
@@ -126,7 +126,7 @@ builder.objectFields(User, (t) => ({
     description: 'Positions in every vault where the wallet holds shares (with includeClosed, also those fully withdrawn), by vault id.',
     args: { includeClosed: t.arg.boolean({ defaultValue: false, required: true }) },
     resolve: async (user, args, ctx) => {
-      const all = await positionsOf(user.address)
+      const all = await positionsOf(ctx.db, user.address)
       const answered = args.includeClosed ? all : all.filter(isOpen)
       // The answer uses the positions it returns: their vaults' times (decisions §10).
       await ctx.readData(answered.map((p) => p.vaultId))

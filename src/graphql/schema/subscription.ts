@@ -1,5 +1,6 @@
 import { builder } from '../builder.js'
 import type { Context } from '../context.js'
+import { KEY_MANAGEMENT } from '../public-operations.js'
 import { AppError, notFound, quoted } from '../../core/errors.js'
 import type { LiveHub } from '../../live/hub.js'
 import { keyChanges, vaultChanges, walletTransactions } from '../../live/streams.js'
@@ -30,12 +31,12 @@ builder.subscriptionField('vaultUpdated', (t) =>
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const hub = hubOf(ctx)
-      if (!(await vaultExists(args.id))) throw notFound(`Vault ${quoted(args.id)} not found.`)
+      if (!(await vaultExists(ctx.db, args.id))) throw notFound(`Vault ${quoted(args.id)} not found.`)
       return vaultChanges(hub, args.id)
     },
     resolve: async (_event, args, ctx) => {
       ctx.fresh()
-      const vault = await findVault(args.id)
+      const vault = await findVault(ctx.db, args.id)
       if (!vault) throw notFound(`Vault ${quoted(args.id)} not found.`)
       return vault
     },
@@ -48,7 +49,7 @@ builder.subscriptionField('walletActivity', (t) =>
     description:
       'Each transaction of the wallet that a change adds, or updates (its status: a redeem claimable or completed, or pending again after a chain reorg), in any vault, oldest first. `address`: 0x and 40 hex digits, any case.',
     args: { address: t.arg.string({ required: true }) },
-    subscribe: (_root, args, ctx) => walletTransactions(hubOf(ctx), parseAddress(args.address)),
+    subscribe: (_root, args, ctx) => walletTransactions(ctx.db, hubOf(ctx), parseAddress(args.address)),
     resolve: (row, _args, ctx) => {
       ctx.fresh()
       return row
@@ -59,12 +60,13 @@ builder.subscriptionField('walletActivity', (t) =>
 builder.subscriptionField('apiKeyChanged', (t) =>
   t.field({
     type: ApiKeyEvent,
+    extensions: KEY_MANAGEMENT,
     description:
       "Each change to the caller's own API key from now on, as its history entry: created, revoked, replaced, disabled (the wallet left the allowlist) or expired. Wallet session auth, as for `apiKey`.",
     subscribe: async (_root, _args, ctx) => {
       const hub = hubOf(ctx)
       const { wallet } = await ctx.viewer()
-      return keyChanges(hub, wallet, ctx.clock)
+      return keyChanges(ctx.db, hub, wallet, ctx.clock)
     },
     resolve: (change, _args, ctx) => {
       ctx.fresh()

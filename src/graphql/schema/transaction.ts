@@ -49,9 +49,10 @@ builder.objectField(User, 'transactions', (t) =>
       const filter: HistoryFilter = { address: user.address, vaultId: args.vaultId ?? null, type: args.type ?? null }
       const limit = checkPageSize(args.first, 'first')
       const after = args.after === null || args.after === undefined ? null : decodeCursor(args.after, filter, GRAPHQL_AFTER)
-      const { rows, hasNextPage } = await fetchHistoryPage(filter, after, limit)
+      const { rows, hasNextPage } = await fetchHistoryPage(ctx.db, filter, after, limit)
       // Rows can only exist for a known vault (foreign key), so the vault is only looked up for an empty page.
-      if (rows.length === 0 && filter.vaultId !== null && !(await vaultExists(filter.vaultId))) throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
+      if (rows.length === 0 && filter.vaultId !== null && !(await vaultExists(ctx.db, filter.vaultId)))
+        throw notFound(`Vault ${quoted(filter.vaultId)} not found.`)
       // The wallet's history is as of the data time of the vaults it read (decisions §10): the one
       // vault asked for, or across vaults those of this page's rows (none: the gateway-wide time).
       await ctx.readData(filter.vaultId !== null ? [filter.vaultId] : rows.map((row) => row.vaultId))

@@ -1,8 +1,8 @@
 import { builder } from '../builder.js'
-import { prisma } from '../../db/client.js'
 import { PAGE_SIZE } from '../../core/page.js'
 import { lazyEdges } from '../../core/signed-cursor.js'
 import { cost, pageCost } from '../cost.js'
+import { PUBLIC } from '../public-operations.js'
 import { checkSearch, encodeVaultCursor, SEARCH_MAX_LENGTH, type VaultListFilter, vaultPageRequest } from '../../vaults/list.js'
 import { findVaultByAddress, findVaultPage } from '../../vaults/store.js'
 import { caip10, parseChainId, parseContractAddress } from '../../vaults/chain.js'
@@ -12,6 +12,7 @@ import { type Prisma, VaultStatus } from '../../generated/prisma/client.js'
 export const VaultStatusEnum = builder.enumType(VaultStatus, { name: 'VaultStatus' })
 
 export const Contract = builder.objectRef<{ address: string }>('Contract').implement({
+  extensions: PUBLIC,
   description: "The vault's on-chain contract.",
   fields: (t) => ({
     address: t.exposeString('address'),
@@ -21,6 +22,7 @@ export const Contract = builder.objectRef<{ address: string }>('Contract').imple
 export const DepositConstraints = builder
   .objectRef<{ maxDeposit: Prisma.Decimal | null; minDeposit: Prisma.Decimal | null; paused: boolean | null }>('DepositConstraints')
   .implement({
+    extensions: PUBLIC,
     description: 'Limits on deposits; each is null when the vault publishes none.',
     fields: (t) => ({
       maxDeposit: t.expose('maxDeposit', { type: 'Decimal', nullable: true, description: 'In base-asset units.' }),
@@ -37,6 +39,7 @@ export const WithdrawConstraints = builder
     redeem48hAboveThreshold: boolean | null
   }>('WithdrawConstraints')
   .implement({
+    extensions: PUBLIC,
     description: 'Conditions on withdrawals; each is null when the vault publishes none.',
     fields: (t) => ({
       instantLiquidity: t.exposeBoolean('instantLiquidity', { nullable: true }),
@@ -47,6 +50,7 @@ export const WithdrawConstraints = builder
   })
 
 export const Icons = builder.objectRef<{ dark: string | null; light: string | null }>('Icons').implement({
+  extensions: PUBLIC,
   description: 'Icon URLs for dark and light backgrounds.',
   fields: (t) => ({
     dark: t.exposeString('dark', { nullable: true }),
@@ -55,6 +59,7 @@ export const Icons = builder.objectRef<{ dark: string | null; light: string | nu
 })
 
 export const Vault = builder.prismaObject('Vault', {
+  extensions: PUBLIC,
   description: 'An investment vault with its live values.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -113,10 +118,11 @@ builder.queryField('vault', (t) =>
   t.prismaField({
     type: 'Vault',
     nullable: true,
+    extensions: PUBLIC,
     description: 'One vault by id, or null when there is none.',
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const vault = await prisma.vault.findUnique({ ...query, where: { id: args.id } })
+      const vault = await ctx.db.vault.findUnique({ ...query, where: { id: args.id } })
       // Every field of a vault is its data: the answer is as of the vault's data time (decisions §10).
       if (vault) await ctx.readData([vault.id])
       return vault
@@ -128,13 +134,14 @@ builder.queryField('vaultByAddress', (t) =>
   t.field({
     type: Vault,
     nullable: true,
+    extensions: PUBLIC,
     description: 'The vault with this chain id and contract address (compared ignoring case), or null when there is none.',
     args: {
       chainId: t.arg.string({ required: true, description: 'Decimal (8453) or CAIP-2 (eip155:8453).' }),
       address: t.arg.string({ required: true, description: 'The contract address: 0x followed by 40 hex digits, in any case.' }),
     },
     resolve: async (_root, args, ctx) => {
-      const vault = await findVaultByAddress(parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address))
+      const vault = await findVaultByAddress(ctx.db, parseChainId(args.chainId, 'chainId'), parseContractAddress(args.address))
       // As of the vault's data time, as vault(id:) is (decisions §10; src/freshness/answer.ts).
       if (vault) await ctx.readData([vault.id])
       return vault
@@ -143,8 +150,8 @@ builder.queryField('vaultByAddress', (t) =>
 )
 
 export const VaultConnection = builder.connectionObject(
-  { type: Vault, name: 'VaultConnection', edgesNullable: { list: false, items: false }, nodeNullable: false },
-  { name: 'VaultEdge' },
+  { type: Vault, name: 'VaultConnection', edgesNullable: { list: false, items: false }, nodeNullable: false, extensions: PUBLIC },
+  { name: 'VaultEdge', extensions: PUBLIC },
 )
 
 export const VaultOrderField = builder.enumType('VaultOrderField', {
@@ -176,7 +183,7 @@ builder.queryField('vaults', (t) =>
   t.field({
     type: VaultConnection,
     description: `Vaults ordered by id (or by orderBy), optionally filtered and searched. Pages hold ${PAGE_SIZE.min} to ${PAGE_SIZE.max} vaults (default ${PAGE_SIZE.default}).`,
-    extensions: cost(pageCost),
+    extensions: { ...cost(pageCost), ...PUBLIC },
     args: {
       chain: t.arg.string({ description: 'Only vaults on this chain.' }),
       status: t.arg({ type: VaultStatusEnum, description: 'Only vaults in this status.' }),
@@ -193,7 +200,7 @@ builder.queryField('vaults', (t) =>
       const filter: VaultListFilter = { chain: args.chain ?? null, status: args.status ?? null, search: checkSearch(args.search) }
       const order = args.orderBy ? { field: args.orderBy.field, direction: args.orderBy.direction ?? 'desc' } : null
       const page = vaultPageRequest(filter, args, order)
-      const { rows, more, positions, performance } = await findVaultPage(filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
+      const { rows, more, positions, performance } = await findVaultPage(ctx.db, filter, page, { now: ctx.now, spikePct: ctx.settings.spikePct })
       // A page is as of the newest data of the vaults it lists (an empty one: of all the data, decisions §10).
       await ctx.readData(rows.map((r) => r.id))
       // The performance an APY order read already answers the nodes' performance fields.

@@ -2,6 +2,7 @@ import { Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { systemClock, type Clock } from '../../core/clock.js'
 import type { Config } from '../../config.js'
+import type { Db } from '../../db/client.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import { logger } from '../../core/log.js'
 import { throttledProgress } from '../../core/progress.js'
@@ -32,7 +33,7 @@ export const POSTGRES_CHUNK_ROWS = 1000
 /** Operator routes behind `Authorization: Bearer $ADMIN_TOKEN`; absent (404) when ADMIN_TOKEN is unset. */
 export function adminRoutes(
   config: Pick<Config, 'adminToken' | 'trustProxyHops' | 'ipv6Prefix' | 'storage'>,
-  hooks: { onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService; limits?: RateLimits },
+  hooks: { db: Db; onDataChanged?: () => void; clock?: Clock; webhooks: WebhookService; limits?: RateLimits },
 ) {
   const app = new Hono<AppEnv>()
   app.use('*', requireBearer(config.adminToken, 'ADMIN_TOKEN', 'Admin', hooks.limits && { limits: hooks.limits, who: config, bucket: 'admin_token' }))
@@ -58,7 +59,7 @@ export function adminRoutes(
       logger.info({ requestId, vaults: vaults.length, ...totals }, 'import validated; writing')
       const report = throttledProgress((kind, done, total, rowsPerSecond) => logger.info({ requestId, kind, done, total, rowsPerSecond }, 'import progress'))
       const started = performance.now()
-      const counts = await importSource(source, undefined, {
+      const counts = await importSource(source, hooks.db, {
         clock: hooks.clock,
         onProgress: (p) => report(p.kind, p.done, p.total),
         maxChunkRows: config.storage.mode === 'embedded' ? EMBEDDED_CHUNK_ROWS : POSTGRES_CHUNK_ROWS,
@@ -70,7 +71,7 @@ export function adminRoutes(
       return c.json({ status: 'ok', data: counts, server_time_ms: Date.now() })
     },
   )
-  app.route('/allowlist', allowlistRoutes(hooks.clock ?? systemClock))
+  app.route('/allowlist', allowlistRoutes(hooks.db, hooks.clock ?? systemClock))
   app.route('/webhooks', webhookRoutes(hooks.webhooks))
   return app
 }

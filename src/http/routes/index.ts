@@ -33,7 +33,7 @@ export function longTailRoutes({
   draining,
 }: {
   config: Config
-  db: Pick<Database, 'ping' | 'mode'>
+  db: Pick<Database, 'ping' | 'mode' | 'prisma'>
   clock: Clock
   limits: RateLimits
   webhooks: WebhookService
@@ -60,7 +60,7 @@ export function longTailRoutes({
     await db.ping()
     return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
   })
-  app.route('/admin', adminRoutes(config, { clock, onDataChanged, webhooks, limits }))
+  app.route('/admin', adminRoutes(config, { db: db.prisma, clock, onDataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, limits))
   app.route('/', referenceRoutes())
   app.route('/', explorerRoutes())
