@@ -17,7 +17,8 @@ describe(`explorer and reference pages (${testBackend})`, () => {
     expect(res.headers.get('content-security-policy')).toBe(
       "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
     )
-    expect(res.headers.get('vary')).toBe('Accept')
+    // Accept: HTML or the JSON links; Accept-Encoding: the page is over COMPRESS_MIN_BYTES (src/http/compression.ts).
+    expect(res.headers.get('vary')).toBe('Accept, Accept-Encoding')
     const html = await res.text()
     const assets = [...html.matchAll(/<(?:script|link)[^>]* (?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
     expect(assets).toEqual(['data:,', '/explorer/explorer.css', '/explorer/chart.umd.min.js', '/explorer/explorer.js', '/explorer/live.js'])
