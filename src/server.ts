@@ -1,4 +1,4 @@
-import { createServer, maxHeaderSize, type Server } from 'node:http'
+import { createServer, maxHeaderSize, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import type { App } from './app.js'
@@ -108,8 +108,12 @@ async function readSources(file: string): Promise<SourcesConfig> {
 export function createHttpServer(app: Pick<App, 'listener'>): Server {
   // Every request through the one pipeline (docs/adr/0005-one-pipeline.md), written from node:http.
   const server = createServer(app.listener)
+  // The answer in progress on each socket (Node's own is a private field): a parse error after
+  // its head was sent cannot be answered on that connection.
+  const answering = new WeakMap<object, ServerResponse>()
+  server.prependListener('request', (req, res) => answering.set(req.socket, res))
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+    if (err.code === 'ECONNRESET' || !socket.writable || answering.get(socket)?.headersSent) {
       socket.destroy()
       return
     }
