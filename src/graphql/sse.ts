@@ -62,17 +62,24 @@ export function eventStreamResponse(results: AsyncIterable<Result>, heartbeatMs:
 
 /** Yoga plugin: subscription streams go out through eventStreamResponse (see above). */
 export function useEventStreamHeartbeat(heartbeatMs: number): Plugin {
+  // The requests whose operation is a subscription (an incremental query, @defer/@stream, is a
+  // stream too, and keeps the processor Yoga chose for it: multipart/mixed or its own SSE).
+  const subscriptions = new WeakSet<Request>()
   return {
-    onResultProcess({ result, resultProcessor, setResultProcessor }) {
-      if (!isAsyncIterable(result)) return
+    onSubscribe({ args }) {
+      const request = (args.contextValue as { request?: Request }).request
+      if (request) subscriptions.add(request)
+    },
+    onResultProcess({ request, result, resultProcessor, setResultProcessor }) {
+      if (!isAsyncIterable(result) || !subscriptions.has(request)) return
       // A subscription whose client accepts no event stream is answered 406: its source stream,
       // already subscribed, is closed here (nothing else would, and its listeners would stay).
       if (!resultProcessor) {
         void Promise.resolve(result[Symbol.asyncIterator]().return?.()).catch(() => {})
         return
       }
-      // An event stream for which Yoga chose a processor is a subscription answered with SSE (the
-      // only transport it offers them: multipart is for @defer/@stream, which this schema lacks).
+      // A subscription for which Yoga chose a processor goes out as SSE with the configured heartbeat
+      // (the only transport Yoga offers subscriptions).
       setResultProcessor((r) => eventStreamResponse(r as AsyncIterable<Result>, heartbeatMs), 'text/event-stream')
     },
   }

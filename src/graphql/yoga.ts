@@ -1,3 +1,4 @@
+import { useDeferStream } from '@graphql-yoga/plugin-defer-stream'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import { guardKeyManagement } from '../auth/key-guard.js'
 import { createSessionAuth } from '../auth/session.js'
@@ -83,6 +84,9 @@ export function createGatewayYoga({
     // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.
     cors: false,
     plugins: [
+      // Incremental delivery (decisions §15): @defer and @stream, answered as multipart/mixed or
+      // SSE; the cost and depth limits below see the whole operation, deferred parts included.
+      useDeferStream(),
       useValidationErrorCodes(config.graphql.suggestions),
       useOperationMetrics(),
       ...protectionPlugins(config),
