@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
+import { createKeysTestApp, type KeysTestApp } from '../support/keys.js'
 import { testBackend } from '../support/db.js'
 import { eventually } from '../support/eventually.js'
 import { listen, liveVault } from '../support/live.js'
@@ -189,5 +190,74 @@ describe(`WebSocket connection_init timeout (${testBackend})`, () => {
     await r.opened
     expect(await r.closed).toEqual({ code: 4408, reason: 'Connection initialisation timeout' })
     await eventually(() => t.app.subscriptions.sockets === 0, { timeoutMs: 5000, intervalMs: 10, what: 'the socket gone' })
+  })
+})
+
+describe(`wallet sessions over WebSocket (${testBackend})`, () => {
+  const W = '0x5555555555555555555555555555555555555555'
+  const STRANGER = '0x7777777777777777777777777777777777777777'
+  const KEY_CHANGED = 'subscription { apiKeyChanged { type keyPrefix } }'
+  let t: KeysTestApp
+  let base: string
+  let stop: () => Promise<void>
+  const clients: Client[] = []
+  const client = (params?: Record<string, unknown>) => {
+    const c = wsClient(base, params)
+    clients.push(c)
+    return c
+  }
+  beforeAll(async () => {
+    t = await createKeysTestApp({ allowlist: [W], env: { RATE_LIMIT_BEARER_FAILURES_PER_MINUTE: '3' } })
+    ;({ base, stop } = await listen(t.app))
+  })
+  afterAll(async () => {
+    for (const c of clients) await c.dispose()
+    await stop()
+    await t.close()
+  })
+
+  it("authenticates from connection_init's payload.authorization: the caller's own key changes arrive", async () => {
+    const s = wsSubscribe(client({ authorization: (await t.session([W])).authorization }), KEY_CHANGED)
+    await eventually(() => t.app.subscriptions.open === 1, { timeoutMs: 5000, intervalMs: 10, what: 'the subscription open' })
+    // The subscription is established once it has read the history it starts after.
+    await eventually(() => t.app.subscriptions.listeners === 1, { timeoutMs: 5000, intervalMs: 10, what: 'the subscription registered' })
+    expect((await t.create(W, { keyPrefix: 'wsk' })).status).toBe(200)
+    expect(await s.next(2000)).toEqual({ data: { apiKeyChanged: { type: 'created', keyPrefix: 'wsk' } } })
+    s.close()
+    await eventually(() => t.app.subscriptions.open === 0, { timeoutMs: 5000, intervalMs: 10, what: 'the place released' })
+  })
+
+  it('without a token, apiKeyChanged answers unauthorized as over HTTP', async () => {
+    const s = wsSubscribe(client(), KEY_CHANGED)
+    expect(await s.next()).toEqual({
+      errors: [
+        expect.objectContaining({ message: 'A valid wallet-session token is required (Authorization: Bearer <JWT>).', extensions: { code: 'unauthorized' } }),
+      ],
+    })
+  })
+
+  it('closes with 4403 on a token that is not valid or a wallet off the allowlist, and 4429 past the wrong-token budget', async () => {
+    const closeOf = async (payload: Record<string, unknown>) => {
+      const r = rawSocket(base)
+      await r.opened
+      r.send({ type: 'connection_init', payload })
+      const closed = await r.closed
+      expect(r.messages).toEqual([])
+      return closed
+    }
+    expect(await closeOf({ authorization: (await t.session([STRANGER])).authorization })).toEqual({
+      code: 4403,
+      reason: 'This wallet is not on the allowlist.',
+    })
+    // Wrong tokens until the client's budget (3 a minute, which the stranger's session and the
+    // anonymous apiKeyChanged above counted in) is spent: 4403 each, then 4429.
+    const codes: number[] = []
+    while (codes.at(-1) !== 4429 && codes.length < 5) {
+      const closed = await closeOf({ authorization: 'Bearer not-a-token' })
+      if (closed.code === 4403) expect(closed.reason).toBe('A valid wallet-session token is required (Authorization: Bearer <JWT>).')
+      codes.push(closed.code)
+    }
+    expect(codes).toEqual([...codes.slice(0, -1).map(() => 4403), 4429])
+    expect(codes.length).toBeGreaterThanOrEqual(2)
   })
 })
