@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { testBackend } from '../support/db.js'
 import { gatewayStorage, startGatewayProcess } from '../support/process.js'
 import { subscribe } from '../support/sse.js'
+import { rawSocket } from '../support/ws.js'
 
 // A gateway told to stop ends its subscription streams cleanly (`event: complete`, then the
-// connection closes) once it stops accepting, rather than holding them until SHUTDOWN_TIMEOUT_MS
+// connection closes; a WebSocket closes with 1001, going away) once it stops accepting, rather than holding them until SHUTDOWN_TIMEOUT_MS
 // cuts them; its clients subscribe again elsewhere.
 
 describe(`subscriptions of a gateway process told to stop (${testBackend})`, () => {
@@ -21,6 +22,31 @@ describe(`subscriptions of a gateway process told to stop (${testBackend})`, () 
       await s.ended
       expect(s.buffered).toEqual([{ event: 'complete', data: null }])
       // Well within this test's 60 s: the shutdown did not wait for SHUTDOWN_TIMEOUT_MS.
+      expect(await exited).toBe(0)
+    } finally {
+      if (gw.child.exitCode === null) gw.child.kill('SIGKILL')
+    }
+  })
+
+  it('closes open WebSockets with 1001 on SIGTERM and exits 0, long before SHUTDOWN_TIMEOUT_MS', async () => {
+    const gw = await startGatewayProcess({ ...storageEnv(), SHUTDOWN_DELAY_MS: '300', SHUTDOWN_TIMEOUT_MS: '60000' })
+    const exited = new Promise<number | null>((resolve) => gw.child.once('exit', (code) => resolve(code)))
+    try {
+      const ws = rawSocket(gw.url)
+      await ws.opened
+      ws.send({ type: 'connection_init' })
+      expect(await ws.message()).toEqual({ type: 'connection_ack' })
+      ws.send({
+        id: '1',
+        type: 'subscribe',
+        payload: { query: 'subscription { walletActivity(address: "0xa11ce00000000000000000000000000000000001") { id } }' },
+      })
+      // An idle socket (no subscription) goes the same way.
+      const idle = rawSocket(gw.url)
+      await idle.opened
+      gw.child.kill('SIGTERM')
+      expect(await ws.closed).toEqual({ code: 1001, reason: 'Going away' })
+      expect((await idle.closed).code).toBe(1001)
       expect(await exited).toBe(0)
     } finally {
       if (gw.child.exitCode === null) gw.child.kill('SIGKILL')
