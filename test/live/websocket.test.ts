@@ -76,6 +76,17 @@ describe(`subscriptions over WebSocket (${testBackend})`, () => {
     })
   })
 
+  it('releases the place and the listeners of a client that vanishes mid-subscription', async () => {
+    const r = raw()
+    await r.opened
+    r.send({ type: 'connection_init' })
+    await r.message()
+    r.send({ id: 'a', type: 'subscribe', payload: { query: VAULT_UPDATED, variables: { id: 'ws-a' } } })
+    await eventually(() => t.app.subscriptions.listeners === 1 && t.app.subscriptions.open === 1, { timeoutMs: 5000, intervalMs: 10, what: 'subscribed' })
+    r.socket.terminate()
+    await settled()
+  })
+
   it('counts WebSocket subscriptions and SSE streams together against SUBSCRIPTIONS_PER_IP', async () => {
     for (let i = 0; i < 2; i++) {
       const s = await subscribe(fetch, `${base}/graphql`, VAULT_UPDATED, { id: 'ws-a' })

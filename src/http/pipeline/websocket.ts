@@ -29,7 +29,8 @@ import type { EventStreams, Place } from './streams.js'
 // The wallet session comes from `connection_init`'s `payload.authorization` ("Bearer <token>", as
 // the HTTP header; `payload["x-service-wallet"]` as that header): each operation's context is built
 // from a Request carrying them, so src/auth/viewer.ts decides as for HTTP. A token that is present
-// is checked at once: refused, the socket closes with 4403 (4429 past the wrong-token budget). The
+// is checked at once: refused, the socket closes with 4403 (4429 past the wrong-token budget);
+// without key management (or its JWKS) the connection stands and only apiKeyChanged is refused. The
 // token travels in a message, not in a cookie, so a cross-site page cannot ride a browser's
 // credentials; the upgrade's Origin still reaches the key-management origin rule.
 //
@@ -43,7 +44,6 @@ const MAX_REASON_BYTES = 123
 /** Close codes beside graphql-ws' own (RFC 6455 §7.4.1, IANA registry). */
 const GOING_AWAY = 1001
 const INTERNAL_ERROR = 1011
-const TRY_AGAIN_LATER = 1013
 
 /** What node:http hands over for a `graphql-transport-ws` upgrade of /graphql (src/server.ts). */
 export function isGraphqlWebSocket(req: IncomingMessage): boolean {
@@ -144,8 +144,10 @@ export function graphqlWebSockets({
       } catch (e) {
         const error = asAppError(e)
         if (!error) logger.warn({ err: e }, 'checking a WebSocket connection_init token failed')
+        // Key management not configured, or the JWKS unreachable: not the client's doing, and a
+        // token is no reason to refuse public subscriptions; apiKeyChanged answers as over HTTP.
+        if (error?.code === 'unavailable') return true
         if (error?.code === 'rate_limited') socket.close(CloseCode.TooManyInitialisationRequests, reasonOf(error.message, 'Too many wrong tokens'))
-        else if (error?.code === 'unavailable') socket.close(TRY_AGAIN_LATER, reasonOf(error.message, 'Try again later'))
         else if (!error || error.code === 'internal') socket.close(INTERNAL_ERROR, 'Internal error')
         else socket.close(CloseCode.Forbidden, reasonOf(error.message, 'Forbidden'))
         return false
