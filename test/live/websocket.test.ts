@@ -183,12 +183,12 @@ describe(`subscriptions over WebSocket (${testBackend})`, () => {
   })
 })
 
-describe(`WebSocket connection_init timeout (${testBackend})`, () => {
+describe(`WebSocket connection_init timeout and browser origins (${testBackend})`, () => {
   let t: TestApp
   let base: string
   let stop: () => Promise<void>
   beforeAll(async () => {
-    t = await createTestApp({ REQUEST_TIMEOUT_MS: '300' })
+    t = await createTestApp({ REQUEST_TIMEOUT_MS: '300', CORS_ORIGINS: 'https://dash.example' })
     ;({ base, stop } = await listen(t.app))
   })
   afterAll(async () => {
@@ -201,6 +201,22 @@ describe(`WebSocket connection_init timeout (${testBackend})`, () => {
     await r.opened
     expect(await r.closed).toEqual({ code: 4408, reason: 'Connection initialisation timeout' })
     await eventually(() => t.app.subscriptions.sockets === 0, { timeoutMs: 5000, intervalMs: 10, what: 'the socket gone' })
+  })
+
+  it('refuses an upgrade from a web origin outside CORS_ORIGINS with 403, and takes one from an allowed origin', async () => {
+    const stranger = rawSocket(base, undefined, { origin: 'https://evil.example' })
+    const refusal = await stranger.opened.then(
+      () => '',
+      (e: Error) => e.message,
+    )
+    expect(refusal.slice(0, 9)).toBe('HTTP 403 ')
+    expect(JSON.parse(refusal.slice(9))).toMatchObject({
+      status: 'error',
+      error: { code: 'unauthorized', message: 'WebSocket connections from the web origin "https://evil.example" are not allowed (CORS_ORIGINS).' },
+    })
+    const dashboard = rawSocket(base, undefined, { origin: 'https://dash.example' })
+    await dashboard.opened
+    dashboard.socket.terminate()
   })
 })
 

@@ -6,7 +6,7 @@ import { CloseCode, type Context as WsContext, GRAPHQL_TRANSPORT_WS_PROTOCOL, ha
 import { createGraphQLError } from 'graphql-yoga'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Config } from '../../config.js'
-import { AppError, asAppError, badRequest, errorBody, isGraphQLError } from '../../core/errors.js'
+import { AppError, asAppError, badRequest, errorBody, isGraphQLError, quoted } from '../../core/errors.js'
 import { logger } from '../../core/log.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { Context } from '../../graphql/context.js'
@@ -110,7 +110,7 @@ export function graphqlWebSockets({
   streams,
   limits,
 }: {
-  config: Pick<Config, 'trustProxyHops' | 'ipv6Prefix' | 'requests' | 'subscriptions'>
+  config: Pick<Config, 'trustProxyHops' | 'ipv6Prefix' | 'requests' | 'subscriptions' | 'cors'>
   yoga: Yoga
   streams: EventStreams
   limits: RateLimits
@@ -167,7 +167,13 @@ export function graphqlWebSockets({
         const contextValue = await contextFactory()
         // One subscription, one request of the client's public count and one place (as over SSE).
         await limits.consume('public', c.client)
-        c.places.set(id, streams.admit(c.client))
+        const place = streams.admit(c.client)
+        // The socket closed meanwhile (its places were released): nothing may be left held.
+        if (c.gone.signal.aborted) {
+          place.release()
+          return wsErrors([new AppError('unavailable', 'The connection closed.')])
+        }
+        c.places.set(id, place)
         return {
           schema,
           document,
@@ -239,8 +245,10 @@ export function graphqlWebSockets({
       },
       { socket, connection },
     )
+    const opened = performance.now()
     socket.once('close', (code: number, reason: Buffer) => {
       clearInterval(keepAlive)
+      logger.info({ client: connection.client, code, ms: Math.round(performance.now() - opened) }, 'WebSocket closed')
       void closedHere(code, String(reason)).catch((err: unknown) => logger.warn({ err }, 'closing a WebSocket failed'))
     })
   })
@@ -263,6 +271,19 @@ export function graphqlWebSockets({
         return
       }
       const forwarded = req.headers['x-forwarded-for']
+      // Browsers apply no CORS to a WebSocket: a page of an origin outside CORS_ORIGINS, which could
+      // not read /graphql by HTTP, is refused here instead (the gateway's own pages are not).
+      const origin = req.headers.origin
+      const allowed = config.cors.public
+      if (origin !== undefined && allowed !== '*' && !allowed.includes(origin) && origin.replace(/^https?:\/\//, '') !== req.headers.host) {
+        refuseUpgrade(
+          socket,
+          403,
+          'Forbidden',
+          new AppError('unauthorized', `WebSocket connections from the web origin ${quoted(origin)} are not allowed (CORS_ORIGINS).`, { status: 403 }),
+        )
+        return
+      }
       const client = clientIdOf(Array.isArray(forwarded) ? forwarded.join(',') : forwarded, { incoming: req }, config)
       limits.consume('public', client).then(
         () => {
