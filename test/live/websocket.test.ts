@@ -122,6 +122,9 @@ describe(`subscriptions over WebSocket (${testBackend})`, () => {
     expect(await wsSubscribe(c, 'subscription { nope }').ended).toEqual([
       expect.objectContaining({ message: 'Cannot query field "nope" on type "Subscription".', extensions: { code: 'bad_request' } }),
     ])
+    expect(await wsSubscribe(c, 'subscription {').ended).toEqual([
+      { message: 'Syntax Error: Expected Name, found <EOF>.', extensions: { code: 'bad_request' } },
+    ])
     expect(await wsSubscribe(c, '{ vaults { edges { node { id } } } }').ended).toEqual([
       { message: 'Over WebSocket, /graphql serves subscriptions; send a query by POST /graphql.', extensions: { code: 'bad_request' } },
     ])

@@ -66,7 +66,7 @@ export interface GraphqlWebSockets {
 /** What one socket's operations share. */
 interface Connection {
   client: string
-  /** The upgrade's origin and host, then connection_init's authorization: what each operation's context reads. */
+  /** The upgrade's Origin and User-Agent, then connection_init's authorization: what each operation's context reads. */
   headers: Headers
   url: string
   /** Aborted when the socket closes: each operation's `signal`. */
@@ -98,7 +98,7 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string, error: Ap
  */
 function wsErrors(errors: readonly unknown[]): GraphQLError[] {
   return errors.map((e) => {
-    const masked = isGraphQLError(e) ? (asAppError(e) ?? e) : maskError(e)
+    const masked = asAppError(e) ?? maskError(e)
     const json = isGraphQLError(masked) ? masked.toJSON() : { message: masked.message, extensions: { code: 'internal' } }
     return createGraphQLError(json.message, { extensions: withoutHttpHints(json.extensions) })
   })
