@@ -186,12 +186,12 @@ describe(`subscriptions over WebSocket (${testBackend})`, () => {
   })
 })
 
-describe(`WebSocket connection_init timeout and browser origins (${testBackend})`, () => {
+describe(`WebSocket timeouts and browser origins (${testBackend})`, () => {
   let t: TestApp
   let base: string
   let stop: () => Promise<void>
   beforeAll(async () => {
-    t = await createTestApp({ REQUEST_TIMEOUT_MS: '300', CORS_ORIGINS: 'https://dash.example' })
+    t = await createTestApp({ REQUEST_TIMEOUT_MS: '300', SUBSCRIPTION_HEARTBEAT_MS: '100', CORS_ORIGINS: 'https://dash.example' })
     ;({ base, stop } = await listen(t.app))
   })
   afterAll(async () => {
@@ -204,6 +204,19 @@ describe(`WebSocket connection_init timeout and browser origins (${testBackend})
     await r.opened
     expect(await r.closed).toEqual({ code: 4408, reason: 'Connection initialisation timeout' })
     await eventually(() => t.app.subscriptions.sockets === 0, { timeoutMs: 5000, intervalMs: 10, what: 'the socket gone' })
+  })
+
+  it('pings every SUBSCRIPTION_HEARTBEAT_MS and cuts a socket that stops answering', async () => {
+    const answering = rawSocket(base)
+    const silent = rawSocket(base, undefined, {}, { autoPong: false })
+    await Promise.all([answering.opened, silent.opened])
+    for (const r of [answering, silent]) r.send({ type: 'connection_init' })
+    // Cut (no close frame: the peer is taken for gone) after the ping it left unanswered.
+    expect((await silent.closed).code).toBe(1006)
+    await eventually(() => answering.pings >= 3, { timeoutMs: 5000, intervalMs: 10, what: 'three pings answered' })
+    expect(answering.socket.readyState).toBe(answering.socket.OPEN)
+    answering.socket.terminate()
+    await eventually(() => t.app.subscriptions.sockets === 0, { timeoutMs: 5000, intervalMs: 10, what: 'the sockets gone' })
   })
 
   it('refuses an upgrade from a web origin outside CORS_ORIGINS with 403, and takes one from an allowed origin', async () => {

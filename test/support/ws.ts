@@ -77,6 +77,8 @@ export interface RawSocket {
   socket: WebSocket
   /** Parsed messages received so far. */
   messages: any[]
+  /** WebSocket ping frames received so far (answered with pongs unless `autoPong: false`). */
+  readonly pings: number
   /** Resolves once open (rejects with the HTTP refusal's status). */
   opened: Promise<void>
   /** The close code and reason, once closed. */
@@ -86,9 +88,16 @@ export interface RawSocket {
   message(ms?: number): Promise<any>
 }
 
-export function rawSocket(base: string, protocol: string | undefined = 'graphql-transport-ws', headers: Record<string, string> = {}): RawSocket {
-  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, protocol ? [protocol] : [], { headers })
+export function rawSocket(
+  base: string,
+  protocol: string | undefined = 'graphql-transport-ws',
+  headers: Record<string, string> = {},
+  { autoPong = true }: { autoPong?: boolean } = {},
+): RawSocket {
+  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, protocol ? [protocol] : [], { headers, autoPong })
   const messages: any[] = []
+  let pings = 0
+  socket.on('ping', () => pings++)
   let wake: (() => void) | undefined
   socket.on('message', (data) => {
     messages.push(JSON.parse(String(data)))
@@ -109,6 +118,9 @@ export function rawSocket(base: string, protocol: string | undefined = 'graphql-
   return {
     socket,
     messages,
+    get pings() {
+      return pings
+    },
     opened,
     closed,
     send: (message) => socket.send(typeof message === 'string' ? message : JSON.stringify(message)),
