@@ -33,7 +33,14 @@ export type App = Omit<Services, 'close' | 'dataChanged' | 'live'> & {
    * GraphQL subscriptions over SSE and WebSocket (docs/push.md): subscriptions open (both
    * transports), WebSockets open, hub listeners, and the end of them all (shutdown).
    */
-  subscriptions: { readonly open: number; readonly sockets: number; readonly listeners: number; close(): void }
+  subscriptions: {
+    readonly open: number
+    readonly sockets: number
+    readonly listeners: number
+    close(): void
+    /** Cuts the WebSockets whose peers have not answered the close (past SHUTDOWN_TIMEOUT_MS). */
+    terminate(): void
+  }
   /** Every route the app serves (method and path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -108,6 +115,7 @@ export function createApp({
         streams.close()
         websockets.close()
       },
+      terminate: () => websockets.terminate(),
     },
     routes: [
       { method: 'GET', path: '/graphql' },

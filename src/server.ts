@@ -201,7 +201,11 @@ export async function startGateway(config: Config, { progress = silentProgress }
         // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
         const done = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()
-        const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
+        // A WebSocket is no longer an HTTP connection: one whose peer never answered the close is cut too.
+        const timer = setTimeout(() => {
+          server.closeAllConnections()
+          app?.subscriptions.terminate()
+        }, config.shutdownTimeoutMs)
         await done
         clearTimeout(timer)
         await app?.close()

@@ -1,3 +1,4 @@
+import net from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { testBackend } from '../support/db.js'
 import { gatewayStorage, startGatewayProcess } from '../support/process.js'
@@ -49,6 +50,32 @@ describe(`subscriptions of a gateway process told to stop (${testBackend})`, () 
       expect((await idle.closed).code).toBe(1001)
       expect(await exited).toBe(0)
     } finally {
+      if (gw.child.exitCode === null) gw.child.kill('SIGKILL')
+    }
+  })
+
+  it('cuts a WebSocket whose peer never answers the close at SHUTDOWN_TIMEOUT_MS, not at ws’ own 30 s', async () => {
+    const gw = await startGatewayProcess({ ...storageEnv(), SHUTDOWN_TIMEOUT_MS: '1000' })
+    const exited = new Promise<number | null>((resolve) => gw.child.once('exit', (code) => resolve(code)))
+    const { port } = new URL(gw.url)
+    const peer = net.connect(Number(port), '127.0.0.1')
+    try {
+      // The upgrade by hand; then the peer reads nothing more and never closes.
+      const switched = new Promise<string>((resolve) => peer.once('data', (d) => resolve(String(d))))
+      peer.write(
+        'GET /graphql HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+      )
+      expect((await switched).split('\r\n')[0]).toBe('HTTP/1.1 101 Switching Protocols')
+      peer.pause()
+      const started = Date.now()
+      gw.child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+      // ws would wait 30 s for the close frame it never gets.
+      expect(Date.now() - started).toBeLessThan(20_000)
+      expect(gw.stdout()).toMatch(/"code":1006,.*"msg":"WebSocket closed"/)
+    } finally {
+      peer.destroy()
       if (gw.child.exitCode === null) gw.child.kill('SIGKILL')
     }
   })
