@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './core/clock.js'
 import type { Database } from './db/client.js'
@@ -11,6 +12,7 @@ import { longTailStep } from './http/pipeline/long-tail.js'
 import { longTailRoutes } from './http/routes/index.js'
 import { eventStreams } from './http/pipeline/streams.js'
 import { VERIFY_PATH, verifyStep } from './http/pipeline/verify.js'
+import { graphqlWebSockets } from './http/pipeline/websocket.js'
 import { restRoutes } from './rest/routes/index.js'
 import { restStep } from './rest/step.js'
 import { createServices, type Services } from './services.js'
@@ -25,8 +27,20 @@ export type App = Omit<Services, 'close' | 'dataChanged' | 'live'> & {
   fetch: (request: Request, env?: unknown) => Promise<Response>
   /** The same pipeline for node:http (src/server.ts). */
   listener: (req: IncomingMessage, res: ServerResponse) => void
-  /** GraphQL subscriptions over SSE (docs/push.md): streams open, hub listeners, and the end of them all (shutdown). */
-  subscriptions: { readonly open: number; readonly listeners: number; close(): void }
+  /** node:http's 'upgrade' event (src/server.ts): graphql-transport-ws on /graphql (src/http/pipeline/websocket.ts). */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void
+  /**
+   * GraphQL subscriptions over SSE and WebSocket (docs/push.md): subscriptions open (both
+   * transports), WebSockets open, hub listeners, and the end of them all (shutdown).
+   */
+  subscriptions: {
+    readonly open: number
+    readonly sockets: number
+    readonly listeners: number
+    close(): void
+    /** Cuts the WebSockets whose peers have not answered the close (past SHUTDOWN_TIMEOUT_MS). */
+    terminate(): void
+  }
   /** Every route the app serves (method and path), for the documentation checks. */
   routes: { method: string; path: string }[]
   /** From now on /readyz answers 503 (the process is shutting down; load balancers take it out). */
@@ -56,6 +70,7 @@ export function createApp({
   const services = createServices({ config, db, clock, examples, chainSources })
   const { limits, verifier, yoga, responseCache: cache, freshness, webhooks } = services
   const streams = eventStreams(config.subscriptions)
+  const websockets = graphqlWebSockets({ config, yoga, streams, limits })
   const classOf = operationClassifier(schema)
 
   let draining = false
@@ -84,14 +99,23 @@ export function createApp({
     config,
     fetch: pipeline.fetch,
     listener: pipeline.listener,
+    upgrade: websockets.upgrade,
     subscriptions: {
       get open() {
         return streams.open
       },
+      get sockets() {
+        return websockets.sockets
+      },
       get listeners() {
         return live.listeners
       },
-      close: () => streams.close(),
+      // SSE streams end with `event: complete`, WebSockets close with 1001 (going away).
+      close: () => {
+        streams.close()
+        websockets.close()
+      },
+      terminate: () => websockets.terminate(),
     },
     routes: [
       { method: 'GET', path: '/graphql' },
@@ -105,6 +129,7 @@ export function createApp({
     },
     close: async () => {
       streams.close()
+      websockets.terminate()
       await closeServices()
     },
   }

@@ -1,4 +1,4 @@
-import { createServer, maxHeaderSize, type Server, type ServerResponse } from 'node:http'
+import { createServer, maxHeaderSize, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import type { App } from './app.js'
@@ -10,6 +10,7 @@ import { migrationStatus } from './db/migration-status.js'
 import { lockDataDir, type DataDirLock } from './db/embedded-lock.js'
 import { errorBody, isUnavailableError } from './core/errors.js'
 import { exampleIdsFromHints } from './graphql/examples.js'
+import { isGraphqlWebSocket } from './http/pipeline/websocket.js'
 import { logger } from './core/log.js'
 import { silentProgress, type Progress } from './core/progress.js'
 import { upsertAllowlist } from './keys/allowlist.js'
@@ -105,9 +106,15 @@ async function readSources(file: string): Promise<SourcesConfig> {
  * over Node's limit, a malformed request line) get the standard error body and
  * `Connection: close`, not Node's bare status line.
  */
-export function createHttpServer(app: Pick<App, 'listener'>): Server {
+export function createHttpServer(app: Pick<App, 'listener' | 'upgrade'>): Server {
   // Every request through the one pipeline (docs/adr/0005-one-pipeline.md), written from node:http.
-  const server = createServer(app.listener)
+  // Upgrades: only a graphql-transport-ws one on /graphql becomes a WebSocket (the transport of
+  // subscriptions on that endpoint: src/http/pipeline/websocket.ts); any other goes through the
+  // pipeline as the request it also is (Node ≥ 22.21 and 24.9: shouldUpgradeCallback; before, the
+  // 'upgrade' handler refuses it).
+  const options = { shouldUpgradeCallback: isGraphqlWebSocket } as ServerOptions // not yet in @types/node 22
+  const server = createServer(options, app.listener)
+  server.on('upgrade', app.upgrade)
   // The answer in progress on each socket (Node's own is a private field): a parse error after
   // its head was sent cannot be answered on that connection.
   const answering = new WeakMap<object, ServerResponse>()
@@ -198,7 +205,11 @@ export async function startGateway(config: Config, { progress = silentProgress }
         // Stop accepting, let in-flight requests finish, then cut idle keep-alive sockets.
         const done = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()
-        const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs)
+        // A WebSocket is no longer an HTTP connection: one whose peer never answered the close is cut too.
+        const timer = setTimeout(() => {
+          server.closeAllConnections()
+          app?.subscriptions.terminate()
+        }, config.shutdownTimeoutMs)
         await done
         clearTimeout(timer)
         await app?.close()

@@ -237,7 +237,7 @@ export const sourcePaused = new Gauge({
 
 export const subscriptionsOpen = new Gauge({
   name: 'vaultgate_subscriptions_open',
-  help: 'GraphQL subscription streams (SSE) open on this instance.',
+  help: 'GraphQL subscriptions open on this instance (SSE streams and WebSocket subscriptions).',
   registers: [registry],
 })
 

@@ -77,8 +77,12 @@ const noIntrospection = (context: ValidationContext): ASTVisitor => ({
   },
 })
 
-/** The answer to a WebSocket upgrade on /graphql (subscriptions are served over SSE only). */
-export const WEBSOCKET_REFUSAL = 'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).'
+/**
+ * The answer to a WebSocket upgrade that is not graphql-transport-ws on /graphql (the one the
+ * gateway takes: src/http/pipeline/websocket.ts); src/server.ts lets the others through as requests.
+ */
+export const WEBSOCKET_REFUSAL =
+  'WebSocket on /graphql speaks the graphql-transport-ws subprotocol (Sec-WebSocket-Protocol: graphql-transport-ws), for subscriptions; or use Server-Sent Events (Accept: text/event-stream).'
 
 /**
  * Yoga's CSRF prevention: a request without a preflight-forcing Content-Type (a GET, a form post,
@@ -89,8 +93,9 @@ function csrfPrevention(): Plugin {
   const check = useCSRFPrevention({ requestHeaders: CSRF_HEADERS }).onRequestParse!
   return {
     onRequestParse(payload) {
-      // A WebSocket client (graphql-ws) arrives as a GET without the CSRF header: the CSRF sentence
-      // would send it looking for a header, when what it needs is the other transport.
+      // A WebSocket client of another subprotocol (subscriptions-transport-ws, say) arrives as a GET
+      // without the CSRF header: the CSRF sentence would send it looking for a header, when what it
+      // needs is the subprotocol served.
       if (payload.request.headers.get('upgrade')?.toLowerCase() === 'websocket') throw new AppError('bad_request', WEBSOCKET_REFUSAL)
       try {
         return check(payload)

@@ -11,18 +11,25 @@ import { isAsyncIterable, type Plugin } from 'graphql-yoga'
 const encoder = new TextEncoder()
 const HEARTBEAT = encoder.encode(':\n\n')
 
-type Result = ExecutionResult & { extensions?: Record<string, unknown> }
+export type Result = ExecutionResult & { extensions?: Record<string, unknown> }
 
-/** The result as sent: without the HTTP hints and internal flags Yoga keeps in error extensions. */
-function serialise(result: Result): string {
+/** Error extensions as sent: without the HTTP hints and internal flags Yoga keeps in them (undefined when nothing is left). */
+export function withoutHttpHints(extensions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const { http: _http, unexpected: _unexpected, ...rest } = extensions ?? {}
+  return Object.keys(rest).length ? rest : undefined
+}
+
+/** The result as sent (over SSE and WebSocket: src/http/pipeline/websocket.ts). */
+export function formatResult(result: Result): Result {
   const errors = result.errors?.map((e: GraphQLError) => {
     const json = e.toJSON ? e.toJSON() : (e as unknown as Record<string, unknown>)
-    const { http: _http, unexpected: _unexpected, ...extensions } = (json.extensions ?? {}) as Record<string, unknown>
-    return { ...json, extensions: Object.keys(extensions).length ? extensions : undefined }
-  })
+    return { ...json, extensions: withoutHttpHints(json.extensions as Record<string, unknown> | undefined) }
+  }) as unknown as GraphQLError[] | undefined
   const extensions = result.extensions ? (({ http: _http, ...rest }) => (Object.keys(rest).length ? rest : undefined))(result.extensions) : undefined
-  return JSON.stringify({ ...result, errors, extensions })
+  return { ...result, errors, extensions }
 }
+
+const serialise = (result: Result): string => JSON.stringify(formatResult(result))
 
 /** The SSE answer of a subscription's event stream, with a heartbeat comment every `heartbeatMs`. */
 export function eventStreamResponse(results: AsyncIterable<Result>, heartbeatMs: number): Response {

@@ -45,31 +45,50 @@ describe(`refusals over real sockets (${testBackend})`, () => {
       socket.write(raw)
     })
 
-  it('answers a WebSocket upgrade on /graphql by naming Server-Sent Events, not the CSRF header', async () => {
-    const socket = net.connect(port, '127.0.0.1')
-    let text = ''
-    const answer = new Promise<string>((resolve, reject) => {
+  /** Sends a WebSocket upgrade of /graphql and reads the HTTP answer (head and body). */
+  const upgrade = (protocol: string, extra = '') =>
+    new Promise<{ head: string; body: string }>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1')
+      let text = ''
       socket.on('data', (c) => {
         text += c
         const [head, body = ''] = text.split('\r\n\r\n')
         const length = /\r\ncontent-length: (\d+)/i.exec(head!)?.[1]
-        if (length && Buffer.byteLength(body) >= Number(length)) resolve(text)
+        if (length && Buffer.byteLength(body) >= Number(length)) {
+          socket.destroy()
+          resolve({ head: head!, body })
+        }
       })
       socket.on('error', reject)
+      socket.write(
+        'GET /graphql HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+          `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: ${protocol}\r\n${extra}\r\n`,
+      )
     })
-    socket.write(
-      'GET /graphql HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
-        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
-    )
-    const [head, body] = (await answer).split('\r\n\r\n')
-    socket.destroy()
-    expect(head!.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request')
-    expect(JSON.parse(body!).errors).toEqual([
+
+  it('answers a WebSocket upgrade of another subprotocol on /graphql by naming graphql-transport-ws, not the CSRF header', async () => {
+    // subscriptions-transport-ws' subprotocol, as old Apollo clients offer it: a request like any other.
+    const { head, body } = await upgrade('graphql-ws')
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request')
+    expect(JSON.parse(body).errors).toEqual([
       {
-        message: 'WebSocket subscriptions are not supported yet; use Server-Sent Events (GET or POST /graphql with Accept: text/event-stream).',
+        message:
+          'WebSocket on /graphql speaks the graphql-transport-ws subprotocol (Sec-WebSocket-Protocol: graphql-transport-ws), for subscriptions; or use Server-Sent Events (Accept: text/event-stream).',
         extensions: { code: 'bad_request' },
       },
     ])
+  })
+
+  it('refuses a graphql-transport-ws upgrade from a client over its public limit with 429 before upgrading', async () => {
+    const from = 'X-Forwarded-For: 203.0.113.77\r\n'
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await fetch(`http://127.0.0.1:${port}/graphql?query={__typename}`, { headers: { 'x-graphql-csrf': '1', 'x-forwarded-for': '203.0.113.77' } })).status,
+      ).toBe(200)
+    const { head, body } = await upgrade('graphql-transport-ws', from)
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 429 Too Many Requests')
+    expect(head).toMatch(/^Retry-After: \d+$/im)
+    expect(JSON.parse(body)).toMatchObject({ status: 'error', error: { code: 'rate_limited' } })
   })
 
   it('answers a header block over Node’s limit with 431, the standard error body and Connection: close', async () => {

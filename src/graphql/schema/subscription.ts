@@ -11,10 +11,11 @@ import { Transaction } from './transaction.js'
 import { Vault } from './vault.js'
 
 // GraphQL subscriptions (docs/spec/decisions.md §11), served over SSE by Yoga on /graphql
-// (Accept: text/event-stream; src/graphql/sse.ts). Each field registers with the instance's hub
+// (Accept: text/event-stream; src/graphql/sse.ts) and over WebSocket (graphql-transport-ws:
+// src/http/pipeline/websocket.ts). Each field registers with the instance's hub
 // (src/live/hub.ts), which hears every instance's commits on the one LISTEN connection; each event
 // is resolved as of its own time, with fresh loaders (ctx.fresh()). How many streams a client and
-// an instance may hold open is the HTTP layer's business (src/http/middleware/event-streams.ts).
+// an instance may hold open is the HTTP layer's business (src/http/pipeline/streams.ts).
 
 builder.subscriptionType({})
 

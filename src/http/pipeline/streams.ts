@@ -2,7 +2,8 @@ import { AppError } from '../../core/errors.js'
 import { subscriptionsOpen, subscriptionsRefused } from '../../core/metrics.js'
 import type { StreamAnswer } from './answer.js'
 
-// The open event streams of /graphql (subscriptions over SSE, src/graphql/sse.ts): admitted within
+// The open event streams of /graphql (subscriptions over SSE, src/graphql/sse.ts, and over WebSocket,
+// src/http/pipeline/websocket.ts, which takes and releases places itself): admitted within
 // SUBSCRIPTIONS_MAX per instance and SUBSCRIPTIONS_PER_IP per client (an IPv6 client: its network
 // of RATE_LIMIT_IPV6_PREFIX bits), counted from the request until the stream ends (completed, cut
 // by the client, or ended here on shutdown), and ended cleanly on shutdown: `event: complete`, then
