@@ -18,6 +18,7 @@ import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
 import { useEventStreamHeartbeat } from './sse.js'
+import { useSharedSubscriptions } from './shared-subscriptions.js'
 import type { LiveHub } from '../live/hub.js'
 
 export type Yoga = YogaServerInstance<RequestScope, Context>
@@ -95,6 +96,9 @@ export function createGatewayYoga({
       useEventStreamHeartbeat(config.subscriptions.heartbeatMs),
       // OpenTelemetry's GraphQL spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/core/telemetry.ts).
       ...(telemetry() ? [telemetry()!.graphqlPlugin as Plugin] : []),
+      // Last: one execution per change for subscribers of the same operation and variables
+      // (decisions §16), after every plugin that may refuse a subscription.
+      useSharedSubscriptions(),
     ],
   })
 }
