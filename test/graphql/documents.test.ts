@@ -18,6 +18,7 @@ const VAULT = 'query DashVault($id: ID!) { vault(id: $id) { id name tvl } }'
 const VAULT_NAME = 'query VaultName($id: ID!) { vault(id: $id) { name } }'
 const MY_KEY = 'query MyKey { apiKey { keyPrefix } }'
 const OTHER = 'query Other { vaults(first: 1) { totalCount } }'
+const REVOKE = 'mutation Revoke { revokeApiKey { revoked } }'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const JSON_ACCEPT = 'application/graphql-response+json'
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-documents-'))
   file = path.join(dir, 'persisted-documents.json')
   // As GraphQL Code Generator's client preset writes it (hashAlgorithm sha256), one key with the prefix.
-  await writeFile(file, JSON.stringify({ [`sha256:${sha256(VAULT)}`]: VAULT, [sha256(VAULT_NAME)]: VAULT_NAME, [sha256(MY_KEY)]: MY_KEY }))
+  await writeFile(file, JSON.stringify({ [`sha256:${sha256(VAULT)}`]: VAULT, [sha256(VAULT_NAME)]: VAULT_NAME, [sha256(MY_KEY)]: MY_KEY, [sha256(REVOKE)]: REVOKE }))
 })
 afterAll(() => rm(dir, { recursive: true, force: true }))
 
@@ -113,6 +114,13 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
     expect(res.headers.get('cache-control')).toBe('no-store')
     expect(res.headers.get('etag')).toBeNull()
     expect((await res.json()).errors[0].extensions.code).toBe('unavailable') // key management is not configured here
+    // A mutation is still refused by GET, as GraphQL over HTTP says.
+    const mutation = await t.request(`/graphql?documentId=${sha256(REVOKE)}`, { headers: { accept: JSON_ACCEPT } })
+    expect({ status: mutation.status, allow: mutation.headers.get('allow'), body: await mutation.json() }).toEqual({
+      status: 405,
+      allow: 'POST',
+      body: { errors: [{ message: 'Can only perform a mutation operation from a POST request.', extensions: { code: 'bad_request' } }] },
+    })
   })
 })
 
