@@ -22,6 +22,16 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
     expect((await t.graphql('{ vault(id: "nope") { id } }')).body).toEqual({ data: { vault: null } })
   })
 
+  it('says where each custom scalar is specified (@specifiedBy), for typed clients', async () => {
+    const query = `{ ${['Decimal', 'DateTime', 'UnixMs', 'Milliseconds'].map((name) => `${name}: __type(name: "${name}") { specifiedByURL }`).join(' ')} }`
+    expect((await t.graphql(query)).body.data).toEqual({
+      Decimal: { specifiedByURL: 'https://www.w3.org/TR/xmlschema11-2/#decimal' },
+      DateTime: { specifiedByURL: 'https://scalars.graphql.org/andimarek/date-time' },
+      UnixMs: { specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range' },
+      Milliseconds: { specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range' },
+    })
+  })
+
   it('gives syntax and validation errors the bad_request code', async () => {
     const syntax = await t.graphql('{ vault(id: "v1") { id ')
     expect(syntax.status).toBe(400)
