@@ -29,7 +29,10 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-documents-'))
   file = path.join(dir, 'persisted-documents.json')
   // As GraphQL Code Generator's client preset writes it (hashAlgorithm sha256), one key with the prefix.
-  await writeFile(file, JSON.stringify({ [`sha256:${sha256(VAULT)}`]: VAULT, [sha256(VAULT_NAME)]: VAULT_NAME, [sha256(MY_KEY)]: MY_KEY, [sha256(REVOKE)]: REVOKE }))
+  await writeFile(
+    file,
+    JSON.stringify({ [`sha256:${sha256(VAULT)}`]: VAULT, [sha256(VAULT_NAME)]: VAULT_NAME, [sha256(MY_KEY)]: MY_KEY, [sha256(REVOKE)]: REVOKE }),
+  )
 })
 afterAll(() => rm(dir, { recursive: true, force: true }))
 
