@@ -54,7 +54,19 @@ function costLimit(max: number): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
       const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
-      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
+      if (found > max) {
+        setResultAndStopExecution({ errors: [overCost(max, found)] })
+        return
+      }
+      // Decisions §15: an answer says what it cost against the limit, so a client sees how close
+      // it runs before it is refused (the REST shim's shapes carry only data: left out there).
+      if ((args.contextValue as { rest?: boolean }).rest) return
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in result || result.data == null) return
+          setResult({ ...result, extensions: { ...result.extensions, cost: { requested: found, limit: max } } })
+        },
+      }
     },
     // Subscriptions do not go through onExecute: each of their events costs what the document asks for.
     onSubscribe({ args, setResultAndStopExecution }) {

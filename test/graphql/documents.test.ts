@@ -9,6 +9,7 @@ import { testBackend } from '../support/db.js'
 import { cacheClearedSince } from '../support/eventually.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 // Trusted documents and APQ (docs/spec/decisions.md §15, docs/graphql-clients.md): a document
 // named by `documentId` (POST or GET) or by APQ's hash, GRAPHQL_TRUSTED_ONLY, and a public GET by
@@ -52,7 +53,7 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
   afterAll(() => t.close())
 
   it('runs a document by its id, prefixed or bare, by POST', async () => {
-    const expected = { status: 200, body: { data: { vault: { id: 'doc-a', name: 'Doc A', tvl: '12.5' } } } }
+    const expected = { status: 200, body: answered({ vault: { id: 'doc-a', name: 'Doc A', tvl: '12.5' } }) }
     expect(await answer(await post(t, { documentId: `sha256:${sha256(VAULT)}`, variables: { id: 'doc-a' } }))).toEqual(expected)
     expect(await answer(await post(t, { documentId: sha256(VAULT).toUpperCase(), variables: { id: 'doc-a' } }))).toEqual(expected)
   })
@@ -81,8 +82,8 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
       status: 404,
       body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'persisted_query_not_found' } }] },
     })
-    expect(await answer(await post(t, { query, extensions: { persistedQuery } }))).toEqual({ status: 200, body: { data: { vault: { name: 'Doc A' } } } })
-    expect(await answer(await post(t, { extensions: { persistedQuery } }))).toEqual({ status: 200, body: { data: { vault: { name: 'Doc A' } } } })
+    expect(await answer(await post(t, { query, extensions: { persistedQuery } }))).toEqual({ status: 200, body: answered({ vault: { name: 'Doc A' } }) })
+    expect(await answer(await post(t, { extensions: { persistedQuery } }))).toEqual({ status: 200, body: answered({ vault: { name: 'Doc A' } }) })
   })
 
   it('refuses an APQ hash that is not its query’s', async () => {
@@ -97,7 +98,7 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
     const target = `/graphql?documentId=sha256:${sha256(VAULT_NAME)}&variables=${encodeURIComponent(JSON.stringify({ id: 'doc-a' }))}`
     const first = await t.request(target, { headers: { accept: JSON_ACCEPT } })
     expect(first.status).toBe(200)
-    expect(await first.json()).toEqual({ data: { vault: { name: 'Doc A' } } })
+    expect(await first.json()).toEqual(answered({ vault: { name: 'Doc A' } }))
     const etag = first.headers.get('etag')!
     expect(etag).toMatch(/^W\/"[\w-]{27}"$/)
     expect(first.headers.get('cache-control')).toBe('public, max-age=10')
@@ -106,7 +107,7 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
       const res = await t.request(target, { headers: { accept: JSON_ACCEPT } })
       return { status: res.status, etag: res.headers.get('etag'), cacheControl: res.headers.get('cache-control'), body: await res.json() }
     })
-    expect(again).toEqual({ status: 200, etag, cacheControl: 'public, max-age=10', body: { data: { vault: { name: 'Doc A' } } } })
+    expect(again).toEqual({ status: 200, etag, cacheControl: 'public, max-age=10', body: answered({ vault: { name: 'Doc A' } }) })
     expect(statements).toEqual([])
     const revalidated = await t.request(target, { headers: { accept: JSON_ACCEPT, 'if-none-match': etag } })
     expect({ status: revalidated.status, body: await revalidated.text(), etag: revalidated.headers.get('etag') }).toEqual({ status: 304, body: '', etag })
@@ -150,11 +151,11 @@ describe(`GRAPHQL_TRUSTED_ONLY (${testBackend})`, () => {
   it('runs the file’s documents, by id or sent whole, and refuses any other', async () => {
     expect(await answer(await post(t, { documentId: sha256(VAULT_NAME), variables: { id: 'doc-t' } }))).toEqual({
       status: 200,
-      body: { data: { vault: { name: 'Doc T' } } },
+      body: answered({ vault: { name: 'Doc T' } }),
     })
     expect(await answer(await post(t, { query: VAULT_NAME, variables: { id: 'doc-t' } }))).toEqual({
       status: 200,
-      body: { data: { vault: { name: 'Doc T' } } },
+      body: answered({ vault: { name: 'Doc T' } }),
     })
     expect(await answer(await post(t, { query: OTHER }))).toEqual(refused)
     // By GET (Yoga's own HTTP handling) and as an event stream too.
