@@ -24,13 +24,9 @@ const GraphQLRequest = component(
       .string()
       .optional()
       .meta({ description: 'A GraphQL document (or a `documentId` instead).', examples: ['{ vault(id: "usdc-prime") { id name tvl } }'] }),
-    documentId: z
-      .string()
-      .optional()
-      .meta({
-        description:
-          'A trusted document of GRAPHQL_DOCUMENTS_FILE by its SHA-256, `sha256:<hex>` or the bare hex, instead of `query` (docs/graphql-clients.md).',
-      }),
+    documentId: z.string().optional().meta({
+      description: 'A trusted document of GRAPHQL_DOCUMENTS_FILE by its SHA-256, `sha256:<hex>` or the bare hex, instead of `query` (docs/graphql-clients.md).',
+    }),
     variables: z.record(z.string(), z.unknown()).nullable().optional(),
     operationName: z.string().nullable().optional(),
     extensions: z.record(z.string(), z.unknown()).nullable().optional(),
