@@ -126,6 +126,14 @@ export class DocumentStore {
     this.#registered.set(hash, query)
   }
 
+  /** Whether a GET names, without a query, a document this store holds (it needs no CSRF header: src/graphql/protection.ts). */
+  knowsGet(url: URL): boolean {
+    if (url.searchParams.has('query')) return false
+    const id = url.searchParams.get('documentId')
+    const hash = id === null ? undefined : hashOfId(id)
+    return hash !== undefined && this.#trusted.has(hash)
+  }
+
   /**
    * The text a request's params run, for classifying it before it runs: its `query`, else the
    * document its id names; undefined when it names none this store holds (Yoga answers that).

@@ -91,7 +91,7 @@ export function createGatewayYoga({
       ...(documents ? [usePersistedDocuments(documents)] : []),
       useValidationErrorCodes(config.graphql.suggestions),
       useOperationMetrics(),
-      ...protectionPlugins(config),
+      ...protectionPlugins(config, { knownDocument: documents && ((url) => documents.knowsGet(url)) }),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
       // Subscriptions over SSE (docs/push.md), with the configured heartbeat.
       useEventStreamHeartbeat(config.subscriptions.heartbeatMs),

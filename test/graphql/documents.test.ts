@@ -20,6 +20,7 @@ const VAULT_NAME = 'query VaultName($id: ID!) { vault(id: $id) { name } }'
 const MY_KEY = 'query MyKey { apiKey { keyPrefix } }'
 const OTHER = 'query Other { vaults(first: 1) { totalCount } }'
 const REVOKE = 'mutation Revoke { revokeApiKey { revoked } }'
+const LIVE = 'subscription Live($id: ID!) { vaultUpdated(id: $id) { id } }'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const JSON_ACCEPT = 'application/graphql-response+json'
 
@@ -32,7 +33,13 @@ beforeAll(async () => {
   // As GraphQL Code Generator's client preset writes it (hashAlgorithm sha256), one key with the prefix.
   await writeFile(
     file,
-    JSON.stringify({ [`sha256:${sha256(VAULT)}`]: VAULT, [sha256(VAULT_NAME)]: VAULT_NAME, [sha256(MY_KEY)]: MY_KEY, [sha256(REVOKE)]: REVOKE }),
+    JSON.stringify({
+      [`sha256:${sha256(VAULT)}`]: VAULT,
+      [sha256(VAULT_NAME)]: VAULT_NAME,
+      [sha256(MY_KEY)]: MY_KEY,
+      [sha256(REVOKE)]: REVOKE,
+      [sha256(LIVE)]: LIVE,
+    }),
   )
 })
 afterAll(() => rm(dir, { recursive: true, force: true }))
@@ -111,6 +118,40 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
     expect(statements).toEqual([])
     const revalidated = await t.request(target, { headers: { accept: JSON_ACCEPT, 'if-none-match': etag } })
     expect({ status: revalidated.status, body: await revalidated.text(), etag: revalidated.headers.get('etag') }).toEqual({ status: 304, body: '', etag })
+  })
+
+  it('opens a subscription by id as an event stream, by POST and by GET without the CSRF header (an EventSource sends none)', async () => {
+    const variables = JSON.stringify({ id: 'doc-a' })
+    const opened = []
+    for (const res of [
+      await post(t, { documentId: sha256(LIVE), variables: { id: 'doc-a' } }, { accept: 'text/event-stream' }),
+      await t.request(`/graphql?documentId=sha256:${sha256(LIVE)}&variables=${encodeURIComponent(variables)}`, { headers: { accept: 'text/event-stream' } }),
+    ]) {
+      opened.push({ status: res.status, type: res.headers.get('content-type') })
+      await res.body?.cancel()
+    }
+    expect(opened).toEqual([
+      { status: 200, type: 'text/event-stream' },
+      { status: 200, type: 'text/event-stream' },
+    ])
+    // A query by GET still needs the header.
+    const plain = await t.request(`/graphql?query=${encodeURIComponent(VAULT_NAME)}&variables=${encodeURIComponent(variables)}`, {
+      headers: { accept: JSON_ACCEPT },
+    })
+    expect(plain.status).toBe(400)
+    await plain.body?.cancel()
+  })
+
+  it('answers an APQ hash by GET (Apollo Client’s useGETForHashedQueries) like a documentId', async () => {
+    const extensions = encodeURIComponent(JSON.stringify({ persistedQuery: { version: 1, sha256Hash: sha256(VAULT_NAME) } }))
+    const res = await t.request(`/graphql?extensions=${extensions}&variables=${encodeURIComponent(JSON.stringify({ id: 'doc-a' }))}`, {
+      headers: { accept: JSON_ACCEPT },
+    })
+    expect({ status: res.status, cacheControl: res.headers.get('cache-control'), body: await res.json() }).toEqual({
+      status: 200,
+      cacheControl: 'public, max-age=10',
+      body: answered({ vault: { name: 'Doc A' } }),
+    })
   })
 
   it('runs a GET by id without the CSRF header, and keeps wallet reads and key management out of the shared cache', async () => {
