@@ -14,7 +14,8 @@ import { defaultStatus, type ErrorCode } from '../core/errors.js'
 //
 // Where the id is resolved: in Yoga's `onParams`, by Yoga's persisted operations plugin
 // (`usePersistedOperations` below), which runs on both ways /graphql executes (yoga.fetch and
-// getResultForParams: src/http/pipeline/graphql.ts). So there is one place that turns an id into a
+// getResultForParams: src/http/pipeline/graphql.ts; graphql-yoga 5's getResultForParams runs the
+// onParams hooks itself, before its params handler, and test/graphql/documents.test.ts runs both). So there is one place that turns an id into a
 // document and one that enforces GRAPHQL_TRUSTED_ONLY, whatever the transport (a JSON POST, a GET,
 // an event stream, a form post). The /graphql step only *reads* the same store (`textOf`) to
 // classify the operation before it runs (public or not: the response cache, Cache-Control,
