@@ -57,6 +57,8 @@ export function createApp({
   const { limits, verifier, yoga, responseCache: cache, freshness, webhooks, documents } = services
   const streams = eventStreams(config.subscriptions)
   const classOf = operationClassifier(schema)
+  // The REST shim's fixed documents are trusted documents of their own (decisions §15).
+  documents.trust(restRoutes.map((r) => r.document))
 
   let draining = false
   const tail = longTailRoutes({ config, db, clock, limits, webhooks, onDataChanged: services.dataChanged, draining: () => draining })

@@ -107,10 +107,6 @@ export class DocumentStore {
     return new DocumentStore(g.documentsFile ? loadDocumentsFile(g.documentsFile) : new Map(), g.trustedOnly)
   }
 
-  get size(): number {
-    return this.#trusted.size
-  }
-
   /** The document of a hex id, trusted or registered. */
   get(hash: string): string | undefined {
     return this.#trusted.get(hash) ?? this.#registered.get(hash)
@@ -118,6 +114,14 @@ export class DocumentStore {
 
   isTrusted(query: string): boolean {
     return this.#trusted.has(documentHash(query))
+  }
+
+  /**
+   * Documents of the gateway's own (the REST shim's fixed documents): trusted like the file's, so
+   * the shim keeps working under trusted-only, and a client may run them by id too.
+   */
+  trust(texts: Iterable<string>): void {
+    for (const text of texts) this.#trusted.set(documentHash(text), text)
   }
 
   /** An APQ registration (never under trusted-only: only the file's documents run there). */

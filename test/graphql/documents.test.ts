@@ -204,6 +204,12 @@ describe(`GRAPHQL_TRUSTED_ONLY (${testBackend})`, () => {
     expect(await answer(get)).toEqual(refused)
   })
 
+  it('keeps the REST shim working: its fixed documents are trusted documents of their own', async () => {
+    const res = await t.request('/v1/vaults/doc-t')
+    const body = await res.json()
+    expect({ status: res.status, body }).toMatchObject({ status: 200, body: { name: 'Doc T' } })
+  })
+
   it('registers nothing by APQ: an unknown hash stays unknown', async () => {
     const persistedQuery = { version: 1, sha256Hash: sha256(OTHER) }
     expect(await answer(await post(t, { query: OTHER, extensions: { persistedQuery } }))).toEqual(refused)
