@@ -81,6 +81,35 @@ describe(`trusted documents and APQ (${testBackend})`, () => {
     })
   })
 
+  it('answers malformed ids, hashes and parameters with bad_request, by POST and GET', async () => {
+    const refused = async (res: Response) => {
+      const { status, body } = await answer(res)
+      return { status, code: body.errors[0].extensions.code, message: body.errors[0].message }
+    }
+    const get = (query: string) => t.request(`/graphql?${query}`, { headers: { accept: JSON_ACCEPT } })
+    expect(await refused(await post(t, { documentId: 42 }))).toEqual({
+      status: 400,
+      code: 'bad_request',
+      message: 'documentId must be "sha256:" followed by 64 hex digits, or the bare hex.',
+    })
+    expect(await refused(await post(t, { extensions: { persistedQuery: { version: 2, sha256Hash: 'abc' } } }))).toEqual({
+      status: 400,
+      code: 'bad_request',
+      message: 'extensions.persistedQuery must be {"version":1,"sha256Hash":"<64 hex digits>"}.',
+    })
+    expect(await refused(await get(`documentId=${sha256(VAULT_NAME)}&variables=%7Bnope`))).toEqual({
+      status: 400,
+      code: 'bad_request',
+      message: 'The variables parameter must be a JSON object.',
+    })
+    expect(await refused(await get('extensions=[1]'))).toEqual({ status: 400, code: 'bad_request', message: 'The extensions parameter must be a JSON object.' })
+    expect(await refused(await get('documentId=nope'))).toEqual({
+      status: 400,
+      code: 'bad_request',
+      message: 'documentId must be "sha256:" followed by 64 hex digits, or the bare hex.',
+    })
+  })
+
   it('registers an APQ query on first sight and runs it by its hash after', async () => {
     const query = `query Apq { vault(id: "doc-a") { name } } # ${Math.random()}`
     const hash = sha256(query)
