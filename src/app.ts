@@ -68,16 +68,18 @@ export function createApp({
   chainSources?: SourcesConfig
 }): App {
   const services = createServices({ config, db, clock, examples, chainSources })
-  const { limits, verifier, yoga, responseCache: cache, freshness, webhooks } = services
+  const { limits, verifier, yoga, responseCache: cache, freshness, webhooks, documents } = services
   const streams = eventStreams(config.subscriptions)
   const websockets = graphqlWebSockets({ config, yoga, streams, limits })
   const classOf = operationClassifier(schema)
+  // The REST shim's fixed documents are trusted documents of their own (decisions §15).
+  documents.trust(restRoutes.map((r) => r.document))
 
   let draining = false
   const tail = longTailRoutes({ config, db, clock, limits, webhooks, onDataChanged: services.dataChanged, draining: () => draining })
 
   // The pipeline's routes, in order: the first that matches answers.
-  const graphql = graphqlStep({ config, yoga, cache, classOf, freshness, streams, admitted })
+  const graphql = graphqlStep({ config, yoga, cache, classOf, documents, freshness, streams, admitted })
   const rest = restStep({ yoga, routes: restRoutes, cache, freshness, who: config, admitted })
   const verify = verifyStep({ config, verifier, limits })
   const longTail = longTailStep(tail)

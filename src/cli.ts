@@ -6,6 +6,7 @@ import { addToAllowlist, listAllowlist, removeFromAllowlist } from './keys/allow
 import { AllowlistNoteInput } from './keys/inputs.js'
 import { parseInput } from './core/input.js'
 import { jwksFileProblem } from './auth/session.js'
+import { loadDocumentsFile, readDocuments, schemaProblems } from './graphql/documents.js'
 import { systemClock } from './core/clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { migrationStatus, type MigrationStatus } from './db/migration-status.js'
@@ -105,6 +106,10 @@ export const commands = {
     usage: 'vaultgate dev token --wallet ADDRESS',
     summary: 'Development only: a local signing key, a wallet-session token for ADDRESS, and the settings and curl to create an API key with it.',
   },
+  documents: {
+    usage: 'vaultgate documents check FILE',
+    summary: 'Check a trusted documents file (persisted-documents.json) against the schema before it is deployed; writes nothing.',
+  },
   sources: {
     usage: 'vaultgate sources check [FILE]',
     summary: 'Check a sources file (default VAULT_SOURCES_FILE), its chains and its contracts before they are followed; writes nothing.',
@@ -127,6 +132,14 @@ export async function checkedConfig(source: Record<string, string | undefined>):
   if (source.AUTH_JWKS_FILE) {
     const problem = jwksFileProblem(source.AUTH_JWKS_FILE)
     if (problem) problems.push(problem)
+  }
+  if (config?.graphql.documentsFile) {
+    try {
+      loadDocumentsFile(config.graphql.documentsFile)
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e
+      problems.push(...e.problems)
+    }
   }
   if (config?.sourcesFile) {
     try {
@@ -351,6 +364,26 @@ async function sourcesCheckCommand(file: string | undefined, command: Command): 
   out(`${target}: ready to follow (${warnings} warning(s)).`)
 }
 
+/**
+ * `documents check FILE`: what in a trusted documents file (GRAPHQL_DOCUMENTS_FILE) would not serve,
+ * one problem a line: its format, ids that are not their document's SHA-256, documents the
+ * schema refuses. Needs no database. Exit code 1 on any problem.
+ */
+async function documentsCheckCommand(file: string): Promise<void> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (e) {
+    throw new BootError(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`)
+  }
+  const { documents, problems } = readDocuments(text)
+  const { schema } = await import('./graphql/schema/index.js')
+  problems.push(...schemaProblems(documents, schema))
+  for (const p of problems) out(`error  ${p}`)
+  if (problems.length > 0) throw new BootError(`${file}: ${problems.length} problem(s); the gateway would refuse to start with it or answer errors.`)
+  out(`${file}: ${documents.size} document(s), all valid against the schema.`)
+}
+
 function rootHelp(): string {
   const width = Math.max(...Object.values(commands).map((c) => c.usage.length))
   return [
@@ -535,6 +568,19 @@ export function createProgram(): Command {
     )
     .requiredOption('--wallet <address>', 'the wallet the token holds, 0x followed by 40 hex digits')
     .action(devTokenCommand)
+  const documents = program
+    .command('documents')
+    .description(commands.documents.summary)
+    .usage('check FILE')
+    .argument('[action]')
+    .action((action: string | undefined) => refuseAction(documents, action, ['check']))
+  documents
+    .command('check')
+    .description(
+      'Validate a documents file as GraphQL Code Generator writes it ({ "sha256:<hex>": "<document>" }): each id the SHA-256 of its document, each document valid against the schema.',
+    )
+    .argument('<file>', 'the documents file (persisted-documents.json)')
+    .action((file: string) => documentsCheckCommand(file))
   const sources = program
     .command('sources')
     .description(commands.sources.summary)

@@ -191,6 +191,12 @@ const env = z.object({
   GRAPHQL_MAX_TOKENS: int(2000, 100, 1_000_000),
   GRAPHQL_MAX_DIRECTIVES: int(20, 0, 10_000),
   GRAPHQL_MAX_RESPONSE_BYTES: int(4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  // Trusted documents (decisions §15, docs/graphql-clients.md).
+  GRAPHQL_DOCUMENTS_FILE: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v)),
+  GRAPHQL_TRUSTED_ONLY: optionalBool,
   REQUEST_BODY_LIMIT_BYTES: int(100 * 1024, 1024, 64 * 1024 * 1024),
   REQUEST_TIMEOUT_MS: int(15_000, 100, 600_000),
   COMPRESS_MIN_BYTES: int(8192, 0, 1024 * 1024 * 1024),
@@ -322,6 +328,10 @@ export interface Config {
     maxDirectives: number
     /** Bytes of one serialised /graphql answer (src/graphql/response-rules.ts). */
     maxResponseBytes: number
+    /** GRAPHQL_DOCUMENTS_FILE: the trusted documents, `{ "sha256:<hex>": "<document>" }` (src/graphql/documents.ts). */
+    documentsFile: string | undefined
+    /** GRAPHQL_TRUSTED_ONLY: run only the documents of `documentsFile`; anything else is `persisted_query_only`. */
+    trustedOnly: boolean
   }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
@@ -372,6 +382,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const graphiql = e.GRAPHIQL ?? e.NODE_ENV !== 'production'
   if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
     throw new ConfigError(['AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both'])
+  }
+  // Trusted-only without documents would refuse every request.
+  if (e.GRAPHQL_TRUSTED_ONLY && !e.GRAPHQL_DOCUMENTS_FILE) {
+    throw new ConfigError(['GRAPHQL_TRUSTED_ONLY: needs GRAPHQL_DOCUMENTS_FILE (the documents it allows)'])
   }
   return {
     nodeEnv: e.NODE_ENV,
@@ -430,6 +444,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxTokens: e.GRAPHQL_MAX_TOKENS,
       maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
       maxResponseBytes: e.GRAPHQL_MAX_RESPONSE_BYTES,
+      documentsFile: e.GRAPHQL_DOCUMENTS_FILE,
+      trustedOnly: e.GRAPHQL_TRUSTED_ONLY ?? false,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
     compressMinBytes: e.COMPRESS_MIN_BYTES,

@@ -6,6 +6,7 @@ import { createRateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
 import { createFreshness } from './freshness/status.js'
 import type { ExampleIds } from './graphql/examples.js'
+import { DocumentStore } from './graphql/documents.js'
 import { createGatewayYoga } from './graphql/yoga.js'
 import { ResponseCache } from './http/response-cache.js'
 import { watchDataChanges } from './importer/changes.js'
@@ -41,6 +42,8 @@ export function createServices({
   chainSources?: SourcesConfig
 }) {
   useLogLevel(config.logLevel)
+  // GRAPHQL_DOCUMENTS_FILE, read once, first: a file that cannot serve stops the start (ConfigError) before anything opens.
+  const documents = DocumentStore.fromConfig(config.graphql)
   // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
   // Verifications leave usage counts and last-use times in memory, written every API_KEY_USAGE_FLUSH_MS.
@@ -80,7 +83,7 @@ export function createServices({
     )
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
-  const yoga = createGatewayYoga({ config, db: db.prisma, clock, limits, examples, live, freshness })
+  const yoga = createGatewayYoga({ config, db: db.prisma, clock, limits, examples, live, freshness, documents })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -139,6 +142,7 @@ export function createServices({
     live,
     freshness,
     yoga,
+    documents,
     responseCache,
     dataChanged,
     webhooks,

@@ -7,6 +7,7 @@ import pg from 'pg'
 import { readLocalMigrations } from '../src/db/migrate.js'
 import { emptyPostgres, testBackend } from './support/db.js'
 import { runCli, startGatewayProcess, type GatewayProcess, embeddedDataDir } from './support/process.js'
+import { answered } from './support/bodies.js'
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
 
@@ -63,7 +64,7 @@ describe.runIf(testBackend === 'pglite')('an embedded gateway process', () => {
       headers: { 'content-type': 'application/json' },
       body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
     })
-    expect(await res.json()).toEqual({ data: { vault: null } })
+    expect(await res.json()).toEqual(answered({ vault: null }))
   })
 
   it('keeps a second process out of its data directory', async () => {
@@ -129,7 +130,7 @@ describe.runIf(testBackend === 'postgres')('a gateway process on PostgreSQL', ()
         headers: { 'content-type': 'application/json' },
         body: '{"query":"{ vault(id: \\"x\\") { id } }"}',
       })
-      expect(await res.json()).toEqual({ data: { vault: null } })
+      expect(await res.json()).toEqual(answered({ vault: null }))
       expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ status: 'ok', data: { storage: 'postgres' } })
       const client = new pg.Client({ connectionString: url })
       await client.connect()

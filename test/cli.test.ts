@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
@@ -110,6 +111,41 @@ describe('the vaultgate command line', () => {
         'vaultgate: Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n' +
         `  DATABASE_URL: the database "vaultgate_no_such_db" does not exist on PostgreSQL at ${url.hostname}:${url.port || 5432}; create it (createdb vaultgate_no_such_db) or fix the URL\n`,
     })
+  })
+
+  it('documents check: a valid documents file passes; a bad id, a wrong hash and a document the schema refuses are each named', async () => {
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+    const good = 'query Card($id: ID!) { vault(id: $id) { id name tvl } }'
+    const unknownField = 'query Bad { vault(id: "x") { nope } }'
+    const valid = path.join(dir, 'persisted-documents.json')
+    await writeFile(valid, JSON.stringify({ [`sha256:${sha(good)}`]: good }))
+    expect(await runCli(['documents', 'check', valid])).toEqual({ code: 0, stdout: `${valid}: 1 document(s), all valid against the schema.\n`, stderr: '' })
+    const invalid = path.join(dir, 'bad-documents.json')
+    await writeFile(invalid, JSON.stringify({ [sha(unknownField)]: unknownField, [`sha256:${sha(good)}`]: `${good} `, 'md5:1': good }))
+    expect(await runCli(['documents', 'check', invalid])).toEqual({
+      code: 1,
+      stdout: [
+        `error  "sha256:${sha(good)}": is not the SHA-256 of its document (${sha(`${good} `)})`,
+        'error  "md5:1": not a SHA-256 id ("sha256:<64 hex digits>" or the bare hex)',
+        `error  "sha256:${sha(unknownField)}": Cannot query field "nope" on type "Vault". Did you mean "name"?`,
+        '',
+      ].join('\n'),
+      stderr: `vaultgate: ${invalid}: 3 problem(s); the gateway would refuse to start with it or answer errors.\n`,
+    })
+    // The same file refuses a start, before anything is written.
+    const dataDir = path.join(dir, 'never')
+    const start = await runCli(['start'], { DATA_DIR: dataDir, GRAPHQL_DOCUMENTS_FILE: invalid })
+    expect(start).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: [
+        'vaultgate: Invalid configuration:',
+        `  GRAPHQL_DOCUMENTS_FILE: "sha256:${sha(good)}": is not the SHA-256 of its document (${sha(`${good} `)})`,
+        '  GRAPHQL_DOCUMENTS_FILE: "md5:1": not a SHA-256 id ("sha256:<64 hex digits>" or the bare hex)',
+        '',
+      ].join('\n'),
+    })
+    expect(existsSync(dataDir)).toBe(false)
   })
 
   it('says in one sentence, after the configuration checks, that the database server cannot be reached', async () => {

@@ -59,6 +59,16 @@ describe('configuration', () => {
     )
   })
 
+  it('reads the trusted documents settings, and refuses trusted-only without documents', () => {
+    expect(loadConfig({}).graphql).toMatchObject({ documentsFile: undefined, trustedOnly: false })
+    expect(loadConfig({ GRAPHQL_DOCUMENTS_FILE: './persisted-documents.json', GRAPHQL_TRUSTED_ONLY: 'true' }).graphql).toMatchObject({
+      documentsFile: './persisted-documents.json',
+      trustedOnly: true,
+    })
+    expect(() => loadConfig({ GRAPHQL_TRUSTED_ONLY: 'true' })).toThrow('GRAPHQL_TRUSTED_ONLY: needs GRAPHQL_DOCUMENTS_FILE (the documents it allows)')
+    expect(() => loadConfig({ GRAPHQL_DOCUMENTS_FILE: 'x.json', GRAPHQL_TRUSTED_ONLY: 'maybe' })).toThrow('GRAPHQL_TRUSTED_ONLY: must be true or false')
+  })
+
   it('reads an empty setting as an unset one, for every setting', () => {
     const empty = Object.fromEntries(configVariables.map((name) => [name, '']))
     expect(loadConfig(empty)).toEqual(loadConfig({}))

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { testBackend } from './support/db.js'
 import { eventually } from './support/eventually.js'
 import { gatewayStorage, startGatewayProcess } from './support/process.js'
+import { answered } from './support/bodies.js'
 
 const query = (url: string) =>
   fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ vault(id: \\"x\\") { id } }"}' })
@@ -30,7 +31,7 @@ describe(`a gateway process told to stop (${testBackend})`, () => {
         server_time_ms: expect.any(Number),
       })
       expect(health.status).toBe(200)
-      expect(await answer.json()).toEqual({ data: { vault: null } })
+      expect(await answer.json()).toEqual(answered({ vault: null }))
       // Clients are told to reconnect (elsewhere) rather than keep this connection alive.
       expect(answer.headers.get('connection')).toBe('close')
       expect(gw.child.exitCode).toBeNull() // all of the above was served by a process that had been told to stop

@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql'
 
-/** Every error code a client can see, REST and GraphQL alike (docs/spec/decisions.md §4, spec §7). */
-export type ErrorCode =
+/** Every error code a REST answer can carry (docs/spec/decisions.md §4, spec §7); GraphQL answers them too. */
+export type RestErrorCode =
   | 'bad_request'
   | 'not_found'
   | 'rate_limited'
@@ -14,7 +14,14 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
 
-export const ERROR_CODES: readonly ErrorCode[] = [
+/** Codes only /graphql answers: its trusted documents (docs/spec/decisions.md §15). */
+export type GraphqlOnlyErrorCode = 'persisted_query_only' | 'persisted_query_not_found'
+
+/** Every error code a client can see. */
+export type ErrorCode = RestErrorCode | GraphqlOnlyErrorCode
+
+/** The REST error body's codes (src/rest/wire.ts). */
+export const ERROR_CODES: readonly RestErrorCode[] = [
   'bad_request',
   'not_found',
   'rate_limited',
@@ -27,7 +34,7 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'payload_too_large',
   'unsupported_media_type',
 ]
-const KNOWN_CODES = new Set<string>(ERROR_CODES)
+const KNOWN_CODES = new Set<string>([...ERROR_CODES, 'persisted_query_only', 'persisted_query_not_found'])
 
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && KNOWN_CODES.has(code)
 
@@ -61,6 +68,8 @@ export const defaultStatus: Readonly<Record<ErrorCode, number>> = {
   // not JSON, or in an encoding other than gzip.
   payload_too_large: 413,
   unsupported_media_type: 415,
+  persisted_query_only: 400,
+  persisted_query_not_found: 404,
 }
 
 /**

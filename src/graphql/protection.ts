@@ -29,10 +29,10 @@ const report = {
  * (CSRF prevention). Introspection queries are exempt from depth and cost, so GraphiQL's own
  * schema query works wherever introspection is on.
  */
-export function protectionPlugins(config: Pick<Config, 'graphql'>): Plugin[] {
+export function protectionPlugins(config: Pick<Config, 'graphql'>, { knownDocument }: { knownDocument?: (url: URL) => boolean } = {}): Plugin[] {
   const g = config.graphql
   const plugins: Plugin[] = [
-    csrfPrevention(),
+    csrfPrevention(knownDocument),
     maxTokensPlugin({ n: g.maxTokens }) as Plugin,
     maxDepthPlugin({ n: g.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...report }) as Plugin,
     maxAliasesPlugin({ n: g.maxAliases, ...report }) as Plugin,
@@ -54,7 +54,19 @@ function costLimit(max: number): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
       const found = operationCost(args.schema, args.document, (args.variableValues ?? {}) as Record<string, unknown>, args.operationName)
-      if (found > max) setResultAndStopExecution({ errors: [overCost(max, found)] })
+      if (found > max) {
+        setResultAndStopExecution({ errors: [overCost(max, found)] })
+        return
+      }
+      // Decisions §15: an answer says what it cost against the limit, so a client sees how close
+      // it runs before it is refused (the REST shim's shapes carry only data: left out there).
+      if ((args.contextValue as { rest?: boolean }).rest) return
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in result || result.data == null) return
+          setResult({ ...result, extensions: { ...result.extensions, cost: { requested: found, limit: max } } })
+        },
+      }
     },
     // Subscriptions do not go through onExecute: each of their events costs what the document asks for.
     onSubscribe({ args, setResultAndStopExecution }) {
@@ -86,10 +98,10 @@ export const WEBSOCKET_REFUSAL =
 
 /**
  * Yoga's CSRF prevention: a request without a preflight-forcing Content-Type (a GET, a form post,
- * text/plain) must carry one of CSRF_HEADERS. Refusals answer like every other client mistake,
+ * text/plain) must carry one of CSRF_HEADERS, but for a GET of a known trusted document. Refusals answer like every other client mistake,
  * `bad_request` 400, with a sentence saying what to send.
  */
-function csrfPrevention(): Plugin {
+function csrfPrevention(knownDocument?: (url: URL) => boolean): Plugin {
   const check = useCSRFPrevention({ requestHeaders: CSRF_HEADERS }).onRequestParse!
   return {
     onRequestParse(payload) {
@@ -97,6 +109,9 @@ function csrfPrevention(): Plugin {
       // without the CSRF header: the CSRF sentence would send it looking for a header, when what it
       // needs is the subprotocol served.
       if (payload.request.headers.get('upgrade')?.toLowerCase() === 'websocket') throw new AppError('bad_request', WEBSOCKET_REFUSAL)
+      // A GET naming a trusted document (decisions §15) runs only what the operator deployed, and a
+      // mutation is refused on GET anyway: an EventSource, which cannot set headers, may open one.
+      if (payload.request.method === 'GET' && knownDocument?.(payload.url)) return
       try {
         return check(payload)
       } catch {

@@ -10,6 +10,7 @@ import { telemetry } from '../core/telemetry.js'
 import type { RateLimits } from '../core/rate-limit.js'
 import type { Freshness } from '../freshness/status.js'
 import { createContext, type Context, type RequestScope } from './context.js'
+import { type DocumentStore, usePersistedDocuments } from './documents.js'
 import { maskError, useValidationErrorCodes } from './errors.js'
 import { graphiqlOptions, type ExampleIds } from './examples.js'
 import { renderGraphiQLShell } from './graphiql-page.js'
@@ -36,8 +37,11 @@ export function createGatewayYoga({
   examples,
   live,
   freshness,
+  documents,
 }: {
   config: Config
+  /** The trusted documents and APQ registrations (src/graphql/documents.ts); none when absent. */
+  documents?: DocumentStore
   /** The database client resolvers read through (Context.db). */
   db: Db
   /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
@@ -85,12 +89,14 @@ export function createGatewayYoga({
     // CORS is answered by Hono (src/http/headers.ts): Yoga's default would reflect any origin.
     cors: false,
     plugins: [
+      // Turns a documentId or APQ hash into its document before Yoga checks the params; trusted-only's gate.
+      ...(documents ? [usePersistedDocuments(documents)] : []),
       // Incremental delivery (decisions §15): @defer and @stream, answered as multipart/mixed or
       // SSE; the cost and depth limits below see the whole operation, deferred parts included.
       useDeferStream(),
       useValidationErrorCodes(config.graphql.suggestions),
       useOperationMetrics(),
-      ...protectionPlugins(config),
+      ...protectionPlugins(config, { knownDocument: documents && ((url) => documents.knowsGet(url)) }),
       useGraphqlResponseRules({ maxResponseBytes: config.graphql.maxResponseBytes }),
       // Subscriptions over SSE (docs/push.md), with the configured heartbeat.
       useEventStreamHeartbeat(config.subscriptions.heartbeatMs),

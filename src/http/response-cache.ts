@@ -20,6 +20,8 @@ export interface CachedResponse {
   contentType: string
   etag?: string
   cacheControl?: string
+  /** Request headers the body depends on beyond the URL (a GraphQL GET's Accept chooses its media type). */
+  vary?: string
   /** The route pattern that produced it (a hit's log line and metrics are labelled with it). */
   route?: string
   /** A read's Data-As-Of when it was computed (src/http/headers.ts dataAsOfHeaders): a cached answer keeps it. */

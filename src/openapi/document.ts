@@ -1,6 +1,6 @@
 import { getOperationAST, parse } from 'graphql'
 import { z } from 'zod'
-import { defaultStatus, type ErrorCode } from '../core/errors.js'
+import { defaultStatus, type RestErrorCode } from '../core/errors.js'
 import type { JsonSchema, Params } from '../rest/params.js'
 import type { ErrorDoc, RestRoute, RouteDoc, SecurityScheme } from '../rest/route.js'
 import { components, ErrorBody } from '../rest/wire.js'
@@ -148,7 +148,7 @@ const TAGS = [
  * finds each sentence in src/): Swagger UI shows the example of the code an operation documents for
  * the status, not a made-up `"string"` nor another status' code.
  */
-export const ERROR_EXAMPLES: Readonly<Record<ErrorCode, string>> = {
+export const ERROR_EXAMPLES: Readonly<Record<RestErrorCode, string>> = {
   bad_request: 'limit must be an integer from 1 to 200.',
   not_found: 'Vault "usdc-main" was not found.',
   rate_limited: 'Too many requests from this address; retry in 12 s.',
@@ -168,7 +168,7 @@ const RESPONSE_EXAMPLES: Readonly<Record<string, unknown>> = examples.responses
 const PARAM_EXAMPLES: Readonly<Record<string, string>> = examples.params
 const EXAMPLE_TIME_MS = 1_793_491_200_000 // the demo data's "now", 2026-11-01T00:00:00Z
 
-const errorStatus = (e: ErrorDoc): [number, ErrorCode] => (typeof e === 'string' ? [defaultStatus[e], e] : [e.status, e.code])
+const errorStatus = (e: ErrorDoc): [number, RestErrorCode] => (typeof e === 'string' ? [defaultStatus[e], e] : [e.status, e.code])
 
 function parameters(where: 'path' | 'query' | 'header', params: Params | undefined) {
   return Object.entries(params ?? {}).map(([name, p]) => ({
@@ -246,7 +246,7 @@ export function buildOpenApiDocument(operations: OperationDoc[], info: DocumentI
             : {}),
       }
     }
-    const byStatus = new Map<number, ErrorCode[]>()
+    const byStatus = new Map<number, RestErrorCode[]>()
     for (const e of [...op.errors, 'internal' as const, 'unavailable' as const]) {
       const [status, code] = errorStatus(e)
       byStatus.set(status, [...(byStatus.get(status) ?? []), code])

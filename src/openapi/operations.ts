@@ -20,7 +20,13 @@ import { buildOpenApiDocument, DATA_AS_OF_HEADER, RATE_LIMIT_HEADERS, restOperat
 const GraphQLRequest = component(
   'GraphQLRequest',
   z.object({
-    query: z.string().meta({ description: 'A GraphQL document.', examples: ['{ vault(id: "usdc-prime") { id name tvl } }'] }),
+    query: z
+      .string()
+      .optional()
+      .meta({ description: 'A GraphQL document (or a `documentId` instead).', examples: ['{ vault(id: "usdc-prime") { id name tvl } }'] }),
+    documentId: z.string().optional().meta({
+      description: 'A trusted document of GRAPHQL_DOCUMENTS_FILE by its SHA-256, `sha256:<hex>` or the bare hex, instead of `query` (docs/graphql-clients.md).',
+    }),
     variables: z.record(z.string(), z.unknown()).nullable().optional(),
     operationName: z.string().nullable().optional(),
     extensions: z.record(z.string(), z.unknown()).nullable().optional(),
@@ -41,6 +47,14 @@ const GraphQLResult = component(
             extensions: z.object({ code: z.string() }).catchall(z.unknown()).meta({ description: '`code` is one of the REST error codes.' }),
           }),
         )
+        .optional(),
+      extensions: z
+        .object({
+          cost: z
+            .object({ requested: z.int(), limit: z.int() })
+            .meta({ description: "The operation's estimated cost and GRAPHQL_MAX_COST, on every answer of an operation that ran." }),
+        })
+        .catchall(z.unknown())
         .optional(),
     })
     .meta({ description: 'A GraphQL execution result; errors carry `extensions.code` with the REST error codes.' }),

@@ -1,13 +1,13 @@
 import type { ExecutionResult } from 'graphql'
 import type { z } from 'zod'
-import { AppError, isErrorCode, type ErrorCode } from '../core/errors.js'
+import { AppError, isErrorCode, type ErrorCode, type RestErrorCode } from '../core/errors.js'
 import type { Params, ParsedParams } from './params.js'
 
 /** Security schemes of the OpenAPI document (src/openapi/document.ts defines them). */
 export type SecurityScheme = 'walletSession' | 'adminToken' | 'internalToken'
 
 /** An error a route documents: a code at its usual status, or at another one. */
-export type ErrorDoc = ErrorCode | { code: ErrorCode; status: number }
+export type ErrorDoc = RestErrorCode | { code: RestErrorCode; status: number }
 
 /** What the OpenAPI document says about a route, beside what the route does. */
 export interface RouteDoc {

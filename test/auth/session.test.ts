@@ -9,7 +9,7 @@ import { createLogger, setLogger } from '../../src/core/log.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { jwksOf, rawJwt, signRawText, signSession, startJwksServer, testKey, type JwksServer, type TestKey } from '../support/jwt.js'
-import { errorBody, okBody } from '../support/bodies.js'
+import { errorBody, okBody, answered } from '../support/bodies.js'
 
 // Spec §5 and §7: who may manage keys. Every refusal is checked as a whole response body.
 
@@ -336,7 +336,7 @@ describe(`wrong wallet-session tokens from one address (${testBackend})`, () => 
     expect(gql.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual(['rate_limited'])
     // The right token from the same address right after: served, on REST and GraphQL.
     expect(await getKey(t, from('10.77.0.1', valid))).toMatchObject({ status: 200, body: ok(null) })
-    expect(await t.graphql('{ apiKey { id } }', {}, from('10.77.0.1', valid))).toMatchObject({ status: 200, body: { data: { apiKey: null } } })
+    expect(await t.graphql('{ apiKey { id } }', {}, from('10.77.0.1', valid))).toMatchObject({ status: 200, body: answered({ apiKey: null }) })
     // Another address has its own budget.
     expect((await getKey(t, from('10.77.0.2', forged))).status).toBe(401)
   })

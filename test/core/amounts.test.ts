@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
+import { answered } from '../support/bodies.js'
 
 // NUMERIC(78,18): 60 integer digits and 18 fractional ones, exact end to end.
 const MAX = '999999999999999999999999999999999999999999999999999999999999.999999999999999999'
@@ -26,7 +27,7 @@ describe(`amounts at full precision (${testBackend})`, () => {
     const res = await t.graphql('{ a: vault(id: "max") { tvl sharePrice } b: vault(id: "zeros") { tvl sharePrice } }')
     expect(res).toEqual({
       status: 200,
-      body: { data: { a: { tvl: MAX, sharePrice: TINY }, b: { tvl: '1234567.000000000000000001', sharePrice: '1.5' } } },
+      body: answered({ a: { tvl: MAX, sharePrice: TINY }, b: { tvl: '1234567.000000000000000001', sharePrice: '1.5' } }),
     })
   })
 })

@@ -8,6 +8,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { freshStorage, testBackend } from '../support/db.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 // Data-As-Of is the time of the data an answer USED (docs/spec/decisions.md §10; issue 25 row 5),
 // not the newest time in the whole database: after a snapshot of vault B, every answer about vault
@@ -86,7 +87,7 @@ for (const cacheTtl of ['0', '60000']) {
           for (const path of ['/v1/vaults/used-a', '/v1/vaults/used-a/performance/series', '/v1/vaults/used-a/composition', '/v1/vaults?limit=1'])
             expect(await read(fetch, path), `${where} ${path}`).toMatchObject({ status: 200, header: A_TIME })
           const graphql = await read(fetch, '/graphql', postGraphql('{ vault(id: "used-a") { id performance { asOf } } }'))
-          expect(graphql, where).toEqual({ status: 200, header: A_TIME, body: { data: { vault: { id: 'used-a', performance: { asOf: A_TIME } } } } })
+          expect(graphql, where).toEqual({ status: 200, header: A_TIME, body: answered({ vault: { id: 'used-a', performance: { asOf: A_TIME } } }) })
           // (The first page of one vault, by id, is A alone.) B's own answers, a list of both and the gateway-wide status carry B's newer time.
           expect(await read(fetch, '/v1/vaults/used-b/performance'), where).toMatchObject({ status: 200, header: B_TIME, body: { as_of: B_TIME } })
           expect(await read(fetch, '/v1/vaults'), where).toMatchObject({ status: 200, header: B_TIME })
@@ -113,7 +114,7 @@ for (const cacheTtl of ['0', '60000']) {
         expect(graphql, door).toEqual({
           status: 200,
           header: A_TIME,
-          body: { data: { user: { positions: [{ asOf: A_TIME }], pendingRedeems: { asOf: A_TIME } } } },
+          body: answered({ user: { positions: [{ asOf: A_TIME }], pendingRedeems: { asOf: A_TIME } } }),
         })
         // A wallet without any history: its (empty) answer is true as of all the data there is.
         const nobody = await read(fetch, `/v1/users/${NOBODY}/redeems`)

@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { isFreshnessRead, recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 // Freshness (docs/spec/decisions.md §10): /v1/status and GraphQL `meta`, the Data-As-Of header of
 // every read (cached ones included), the stale flag, the wallet answers' as_of and the gauge.
@@ -64,7 +65,7 @@ describe(`freshness (${testBackend})`, () => {
     expect(headers['cache-control']).toBe('no-store')
     expect(headers['data-as-of']).toBeUndefined()
     expect((await t.request('/v1/vaults')).headers.get('data-as-of')).toBeNull()
-    expect((await t.graphql(META)).body).toEqual({ data: { meta: { dataAsOf: null, lastImportAt: null, stale: true, sources: [] } } })
+    expect((await t.graphql(META)).body).toEqual(answered({ meta: { dataAsOf: null, lastImportAt: null, stale: true, sources: [] } }))
     expect(await (await t.request('/metrics')).text()).toMatch(/^vaultgate_data_age_seconds \+Inf$/m)
   })
 
@@ -76,7 +77,7 @@ describe(`freshness (${testBackend})`, () => {
     expect(headers['data-as-of']).toBe(NEWEST)
     expect(await t.graphql(META)).toEqual({
       status: 200,
-      body: { data: { meta: { dataAsOf: NEWEST, lastImportAt: IMPORTED_AT, stale: false, sources: [] } } },
+      body: answered({ meta: { dataAsOf: NEWEST, lastImportAt: IMPORTED_AT, stale: false, sources: [] } }),
     })
   })
 
@@ -121,7 +122,7 @@ describe(`freshness (${testBackend})`, () => {
     expect((await statusOf(t)).body.stale).toBe(false)
     now = new Date(Date.parse(NEWEST) + 3_600_001)
     expect((await statusOf(t)).body).toEqual({ data_as_of: NEWEST, last_import_at: IMPORTED_AT, sources: [], stale: true })
-    expect((await t.graphql('{ meta { stale } }')).body).toEqual({ data: { meta: { stale: true } } })
+    expect((await t.graphql('{ meta { stale } }')).body).toEqual(answered({ meta: { stale: true } }))
     expect((await t.request('/readyz')).status).toBe(200)
     const res = await t.request('/v1/vaults/fresh-a')
     expect(res.status).toBe(200)

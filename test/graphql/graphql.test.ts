@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
+import { answered } from '../support/bodies.js'
 
 describe(`GraphQL endpoint (${testBackend})`, () => {
   let t: TestApp
@@ -14,12 +15,22 @@ describe(`GraphQL endpoint (${testBackend})`, () => {
   it('answers a vault query', async () => {
     expect(await t.graphql('query ($id: ID!) { vault(id: $id) { id name status } }', { id: 'v1' })).toEqual({
       status: 200,
-      body: { data: { vault: { id: 'v1', name: 'Stable Yield', status: 'paused' } } },
+      body: answered({ vault: { id: 'v1', name: 'Stable Yield', status: 'paused' } }),
     })
   })
 
   it('answers null for an unknown vault', async () => {
-    expect((await t.graphql('{ vault(id: "nope") { id } }')).body).toEqual({ data: { vault: null } })
+    expect((await t.graphql('{ vault(id: "nope") { id } }')).body).toEqual(answered({ vault: null }))
+  })
+
+  it('says where each custom scalar is specified (@specifiedBy), for typed clients', async () => {
+    const query = `{ ${['Decimal', 'DateTime', 'UnixMs', 'Milliseconds'].map((name) => `${name}: __type(name: "${name}") { specifiedByURL }`).join(' ')} }`
+    expect((await t.graphql(query)).body.data).toEqual({
+      Decimal: { specifiedByURL: 'https://www.w3.org/TR/xmlschema11-2/#decimal' },
+      DateTime: { specifiedByURL: 'https://scalars.graphql.org/andimarek/date-time' },
+      UnixMs: { specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range' },
+      Milliseconds: { specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range' },
+    })
   })
 
   it('gives syntax and validation errors the bad_request code', async () => {
@@ -64,7 +75,7 @@ describe(`SQL statement recording (${testBackend})`, () => {
     try {
       await insertVault(t.db.prisma, 'a')
       const { result, statements } = await recordSql(() => t.graphql('{ a: vault(id: "a") { id } b: vault(id: "b") { id } }'))
-      expect(result.body).toEqual({ data: { a: { id: 'a' }, b: null } })
+      expect(result.body).toEqual(answered({ a: { id: 'a' }, b: null }))
       // Prisma batches the two findUnique calls of one tick into a single statement.
       expect(statements).toHaveLength(1)
       expect(statements[0]).toMatch(/^SELECT .* FROM "public"\."vaults"/)

@@ -4,6 +4,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { insertVault } from '../support/fixtures.js'
 import { GRAPHIQL_ASSETS } from '../../src/graphql/graphiql-page.js'
+import { answered } from '../support/bodies.js'
 
 const GQL = { 'content-type': 'application/json', accept: 'application/graphql-response+json' }
 const badRequest = (message: string) => ({ errors: [{ message, extensions: { code: 'bad_request' } }] })
@@ -31,8 +32,26 @@ describe(`GraphQL limits (${testBackend})`, () => {
   it('answers a query within every limit', async () => {
     expect(await post({ query: '{ a: vault(id: "v1") { id contract { address } } b: vault(id: "v1") { id } }' })).toEqual({
       status: 200,
-      body: { data: { a: { id: 'v1', contract: { address: '0x00000000000000000000000000000000000000aa' } }, b: { id: 'v1' } } },
+      body: {
+        data: { a: { id: 'v1', contract: { address: '0x00000000000000000000000000000000000000aa' } }, b: { id: 'v1' } },
+        // a: vault 1 + id 1 + contract (1 + address 1) = 4; b: vault 1 + id 1 = 2.
+        extensions: { cost: { requested: 6, limit: 300 } },
+      },
     })
+  })
+
+  it('says on every answer what it cost against GRAPHQL_MAX_COST, with the request’s variables', async () => {
+    const query = 'query Page($n: Int) { vaults(first: $n) { edges { node { id } } } }'
+    const costs = []
+    for (const n of [1, 2, 10]) costs.push((await post({ query, variables: { n } })).body.extensions)
+    // vaults × (1 + edges (1 + node (1 + id))): 4 a vault.
+    expect(costs).toEqual([{ cost: { requested: 4, limit: 300 } }, { cost: { requested: 8, limit: 300 } }, { cost: { requested: 40, limit: 300 } }])
+    // A partial answer (a field failed, the rest answered) too; a refusal has none.
+    expect(await post({ query: '{ vault(id: "nope") { id } }' })).toEqual({
+      status: 200,
+      body: { data: { vault: null }, extensions: { cost: { requested: 2, limit: 300 } } },
+    })
+    expect((await post({ query: '{ vaults(first: 200) { edges { node { id } } } }' })).body.extensions).toBeUndefined()
   })
 
   it('refuses a query deeper than GRAPHQL_MAX_DEPTH with bad_request', async () => {
@@ -133,7 +152,7 @@ describe(`GraphQL limits (${testBackend})`, () => {
     expect(form.status).toBe(400)
     const ok = await t.request(url, { headers: { 'x-graphql-csrf': '1' } })
     expect(ok.status).toBe(200)
-    expect(await ok.json()).toEqual({ data: { vault: { id: 'v1' } } })
+    expect(await ok.json()).toEqual(answered({ vault: { id: 'v1' } }))
   })
 
   it("lets GraphiQL's own introspection query through in development, exempt from depth and cost", async () => {
@@ -201,11 +220,11 @@ describe(`production mode (${testBackend})`, () => {
       ],
     })
     // __typename stays available: clients use it for caching and unions.
-    expect((await prod.graphql('{ __typename }')).body).toEqual({ data: { __typename: 'Query' } })
+    expect((await prod.graphql('{ __typename }')).body).toEqual(answered({ __typename: 'Query' }))
   })
 
   it('keeps them when GRAPHQL_INTROSPECTION and GRAPHIQL say so', async () => {
-    expect((await introspect(prodOpen)).body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } })
+    expect((await introspect(prodOpen)).body).toEqual(answered({ __schema: { queryType: { name: 'Query' } } }))
     const page = await graphiql(prodOpen)
     expect(page.status).toBe(200)
     expect(page.headers.get('content-type')).toMatch(/^text\/html/)

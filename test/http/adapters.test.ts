@@ -10,6 +10,7 @@ import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
 import { cacheClearedSince } from '../support/eventually.js'
 import { jwksOf, signSession, startJwksServer, testKey } from '../support/jwt.js'
+import { answered } from '../support/bodies.js'
 
 // One pipeline, two adapters (docs/adr/0005-one-pipeline.md): a request over real HTTP (the
 // node:http adapter writes the answer to the socket) and the same request given to app.fetch in
@@ -236,7 +237,7 @@ describe(`both adapters and rate limits (${testBackend})`, () => {
       expect(codes).toEqual([['unauthorized'], ['unauthorized'], ['rate_limited']])
       const { http, inProcess } = await s.both(ask(valid))
       expect(http).toEqual(inProcess)
-      expect([http.status, JSON.parse(http.body)]).toEqual([200, { data: { apiKey: null } }])
+      expect([http.status, JSON.parse(http.body)]).toEqual([200, answered({ apiKey: null })])
     } finally {
       await s.close()
       await jwks.close()

@@ -1,3 +1,7 @@
+import { createHash } from 'node:crypto'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, type App } from '../../src/app.js'
 import { importDocument } from '../../src/importer/write.js'
@@ -6,6 +10,7 @@ import { INTERNAL_TOKEN, createKeysTestApp, type KeysTestApp } from '../support/
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
 import { cacheClearedSince } from '../support/eventually.js'
+import { answered } from '../support/bodies.js'
 
 // A public read answered from the response cache (the pipeline's cache step, src/http/pipeline/index.ts)
 // and the same read computed by its route (a gateway with the cache off, over the same database)
@@ -15,6 +20,7 @@ import { cacheClearedSince } from '../support/eventually.js'
 const ALLOWED = 'https://dash.example'
 const W1 = '0x1111111111111111111111111111111111111111'
 const VAULT_QUERY = 'query FastVault($id: ID!) { vault(id: $id) { id name tvl } }'
+const VAULT_QUERY_ID = `sha256:${createHash('sha256').update(VAULT_QUERY).digest('hex')}`
 
 /** A request as a socket delivers it: a POST body comes with its Content-Length. */
 function request(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Request {
@@ -48,8 +54,14 @@ describe(`cache hits (${testBackend})`, () => {
   let t: KeysTestApp
   let routesOnly: App
 
+  let dir: string
+
   beforeAll(async () => {
-    t = await createKeysTestApp({ allowlist: [W1], env: { RESPONSE_CACHE_TTL_MS: '60000', CORS_ORIGINS: ALLOWED } })
+    // A trusted document, for the GET by documentId.
+    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-cache-hits-'))
+    const file = path.join(dir, 'persisted-documents.json')
+    await writeFile(file, JSON.stringify({ [VAULT_QUERY_ID]: VAULT_QUERY }))
+    t = await createKeysTestApp({ allowlist: [W1], env: { RESPONSE_CACHE_TTL_MS: '60000', CORS_ORIGINS: ALLOWED, GRAPHQL_DOCUMENTS_FILE: file } })
     const generation = t.app.responseCache.ticket()
     await importDocument({ vaults: [vaultDoc('fast-a', { name: 'Fast A', tvl: '12.5' }), vaultDoc('fast-b', { name: 'Fast B', tvl: '7' })] }, t.db.prisma)
     await cacheClearedSince(t.app.responseCache, generation)
@@ -59,6 +71,7 @@ describe(`cache hits (${testBackend})`, () => {
   afterAll(async () => {
     await routesOnly.close()
     await t.close()
+    await rm(dir, { recursive: true, force: true })
   })
 
   /** The same request (made twice: a miss fills the cache, the second is a hit) to both apps. */
@@ -106,8 +119,28 @@ describe(`cache hits (${testBackend})`, () => {
     const { fast, routes, statements } = await both(() => graphqlRequest({ origin: ALLOWED }))
     expect(fast).toEqual(routes)
     expect(fast.status).toBe(200)
-    expect(JSON.parse(fast.body)).toEqual({ data: { vault: { id: 'fast-a', name: 'Fast A', tvl: '12.5' } } })
+    expect(JSON.parse(fast.body)).toEqual(answered({ vault: { id: 'fast-a', name: 'Fast A', tvl: '12.5' } }))
     expect(statements).toEqual([])
+  })
+
+  it('answers a cached GET of a trusted document as its computation does, ETag, revalidation and CORS included', async () => {
+    const target = `/graphql?documentId=${VAULT_QUERY_ID}&variables=${encodeURIComponent(JSON.stringify({ id: 'fast-b' }))}`
+    const get =
+      (headers: Record<string, string> = {}) =>
+      () =>
+        request(target, { headers: { accept: 'application/graphql-response+json', ...headers } })
+    const { fast, routes, statements } = await both(get({ origin: ALLOWED }))
+    expect(fast).toEqual(routes)
+    expect(statements).toEqual([])
+    expect({ status: fast.status, cacheControl: fast.headers['cache-control'], vary: fast.headers.vary, body: JSON.parse(fast.body) }).toEqual({
+      status: 200,
+      cacheControl: 'public, max-age=10',
+      vary: 'Accept, Origin',
+      body: answered({ vault: { id: 'fast-b', name: 'Fast B', tvl: '7' } }),
+    })
+    const revalidated = await both(get({ 'if-none-match': fast.headers.etag! }))
+    expect(revalidated.fast).toEqual(revalidated.routes)
+    expect(revalidated.fast.status).toBe(304)
   })
 
   it('answers a key verification the same on every gateway, errors included', async () => {

@@ -7,6 +7,7 @@ import { cacheClearedSince, eventually } from '../support/eventually.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 // The response cache must never show data older than the last import, and must never hold an
 // answer that depends on who asks. Its TTL is a minute here, so only invalidation can explain a
@@ -78,7 +79,7 @@ describe(`response cache (${testBackend})`, () => {
   it('shows an import through the admin API on the very next read (REST and GraphQL)', async () => {
     expect((await getVault('cache-b')).body.tvl).toBe('200')
     const before = await graphql(VAULT_QUERY, { id: 'cache-b' })
-    expect(before.body).toEqual({ data: { vault: { id: 'cache-b', tvl: '200', composition: { asOf: null, positions: [] } } } })
+    expect(before.body).toEqual(answered({ vault: { id: 'cache-b', tvl: '200', composition: { asOf: null, positions: [] } } }))
     expect((await graphql(VAULT_QUERY, { id: 'cache-b' })).statements).toEqual([])
 
     const generation = t.app.responseCache.ticket()
@@ -99,9 +100,9 @@ describe(`response cache (${testBackend})`, () => {
     const rest = await getVault('cache-b')
     expect(rest.body.tvl).toBe('250.5')
     expect(rest.statements.length).toBe(1)
-    expect((await graphql(VAULT_QUERY, { id: 'cache-b' })).body).toEqual({
-      data: { vault: { id: 'cache-b', tvl: '250.5', composition: { asOf: '2026-02-01T00:00:00.000Z', positions: [{ platform: 'morpho', pct: 100 }] } } },
-    })
+    expect((await graphql(VAULT_QUERY, { id: 'cache-b' })).body).toEqual(
+      answered({ vault: { id: 'cache-b', tvl: '250.5', composition: { asOf: '2026-02-01T00:00:00.000Z', positions: [{ platform: 'morpho', pct: 100 }] } } }),
+    )
   })
 
   it('shows an import run by the importer directly (the CLI, or another instance) once its NOTIFY arrives', async () => {

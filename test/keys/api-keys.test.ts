@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { KEY_LIFETIME_MS } from '../../src/keys/format.js'
 import { testBackend } from '../support/db.js'
 import { createKeysTestApp, manualClock, type KeysTestApp } from '../support/keys.js'
+import { answered } from '../support/bodies.js'
 
 // Spec §3 (lifecycle), §4 (key management endpoints), §2 (the record) and the audit trail.
 
@@ -227,8 +228,8 @@ describe(`API key operations over GraphQL (${testBackend})`, () => {
       headers,
     )
     const key = created.body.data.createApiKey
-    expect(created.body).toEqual({
-      data: {
+    expect(created.body).toEqual(
+      answered({
         createApiKey: {
           id: expect.stringMatching(UUID),
           keyPrefix: 'gql',
@@ -237,15 +238,15 @@ describe(`API key operations over GraphQL (${testBackend})`, () => {
           revokedAtMs: null,
           apiKey: expect.stringMatching(/^gql_/),
         },
-      },
-    })
+      }),
+    )
     const { apiKey: _secret, ...record } = key
-    expect((await t.graphql('{ apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs } }', {}, headers)).body).toEqual({ data: { apiKey: record } })
+    expect((await t.graphql('{ apiKey { id keyPrefix createdAtMs expiresAtMs revokedAtMs } }', {}, headers)).body).toEqual(answered({ apiKey: record }))
     // The secret is not part of the inspectable type at all.
     const leak = await t.graphql('{ apiKey { apiKey } }', {}, headers)
     expect(leak.body.errors[0]).toMatchObject({ message: 'Cannot query field "apiKey" on type "ApiKey".', extensions: { code: 'bad_request' } })
-    expect((await t.graphql('mutation { revokeApiKey { revoked } }', {}, headers)).body).toEqual({ data: { revokeApiKey: { revoked: true } } })
-    expect((await t.graphql('mutation { revokeApiKey { revoked } }', {}, headers)).body).toEqual({ data: { revokeApiKey: { revoked: false } } })
-    expect((await t.graphql('{ apiKey { id } }', {}, headers)).body).toEqual({ data: { apiKey: null } })
+    expect((await t.graphql('mutation { revokeApiKey { revoked } }', {}, headers)).body).toEqual(answered({ revokeApiKey: { revoked: true } }))
+    expect((await t.graphql('mutation { revokeApiKey { revoked } }', {}, headers)).body).toEqual(answered({ revokeApiKey: { revoked: false } }))
+    expect((await t.graphql('{ apiKey { id } }', {}, headers)).body).toEqual(answered({ apiKey: null }))
   })
 })

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testBackend } from '../support/db.js'
 import { createKeysTestApp, INTERNAL_TOKEN, type KeysTestApp } from '../support/keys.js'
+import { answered } from '../support/bodies.js'
 
 const A = '0xa000000000000000000000000000000000000001'
 const B = '0xb000000000000000000000000000000000000002'
@@ -87,13 +88,13 @@ describe(`key management limits (${testBackend})`, () => {
     expect(gql.body.errors[0].extensions.code).toBe('unauthorized')
     expect(await t.db.prisma.apiKey.count({ where: { wallet } })).toBe(0)
     // Public reads from that origin still work.
-    expect((await t.graphql('{ __typename }', {}, { origin: 'https://evil.example' })).body).toEqual({ data: { __typename: 'Query' } })
+    expect((await t.graphql('{ __typename }', {}, { origin: 'https://evil.example' })).body).toEqual(answered({ __typename: 'Query' }))
 
     // The listed origin, the gateway's own (GraphiQL) and non-browser clients (no Origin) may.
     const dash = await t.request('/v1/apiKey', { headers: { ...headers, origin: 'https://dash.example' } })
     expect(dash.status).toBe(200)
     expect(dash.headers.get('access-control-allow-origin')).toBe('https://dash.example')
-    expect((await t.graphql('{ apiKey { id } }', {}, { ...headers, origin: 'http://vaultgate.test' })).body).toEqual({ data: { apiKey: null } })
+    expect((await t.graphql('{ apiKey { id } }', {}, { ...headers, origin: 'http://vaultgate.test' })).body).toEqual(answered({ apiKey: null }))
     expect((await t.get(wallet)).status).toBe(200)
   })
 

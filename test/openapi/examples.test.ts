@@ -3,7 +3,7 @@ import path from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ErrorCode } from '../../src/core/errors.js'
+import type { RestErrorCode } from '../../src/core/errors.js'
 import { packageRoot } from '../../src/core/paths.js'
 import { generateDemoDataset } from '../../src/demo/dataset.js'
 import { ERROR_EXAMPLES } from '../../src/openapi/document.js'
@@ -59,7 +59,7 @@ describe('the examples /docs shows', () => {
         const codes = [...(response as { description?: string }).description!.matchAll(/`(\w+)`/g)].map((m) => m[1])
         expect({ key, status, codes: Object.keys(media.examples) }).toEqual({ key, status, codes })
         for (const [code, { value }] of Object.entries(media.examples)) {
-          expect(value).toMatchObject({ status: 'error', error: { code, message: ERROR_EXAMPLES[code as ErrorCode] } })
+          expect(value).toMatchObject({ status: 'error', error: { code, message: ERROR_EXAMPLES[code as RestErrorCode] } })
           expect(validate(media.schema, value)).toEqual([])
           seen++
         }

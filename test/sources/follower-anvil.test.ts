@@ -14,6 +14,7 @@ import { anvilSkip, anvilSuiteTitle, BLOCK_TIME, CHAIN_ID, GENESIS_TIME, nodeTra
 import { testBackend, testDatabase } from '../support/db.js'
 import { serviceFor } from '../webhooks/setup.js'
 import { valueWhen } from '../support/eventually.js'
+import { answered } from '../support/bodies.js'
 
 // The chain source end to end, on this backend: a real anvil with real vault contracts and
 // transactions from several accounts, the follower writing through the importer into the
@@ -312,9 +313,9 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
         strategy_brief: null,
       },
     })
-    expect(await graphql('{ a: vault(id: "usd-4626") { tvl sharePrice } b: vault(id: "usd-7540") { tvl sharePrice } }')).toEqual({
-      data: { a: { tvl: '1618.049999', sharePrice: '1.011531' }, b: { tvl: '2420.000001', sharePrice: '1.01' } },
-    })
+    expect(await graphql('{ a: vault(id: "usd-4626") { tvl sharePrice } b: vault(id: "usd-7540") { tvl sharePrice } }')).toEqual(
+      answered({ a: { tvl: '1618.049999', sharePrice: '1.011531' }, b: { tvl: '2420.000001', sharePrice: '1.01' } }),
+    )
 
     const [aliceDeposit, bobDeposit, aliceWithdraw, bobWithdraw, , , carolRedeem, daveRedeem] = expectedTransactions()
     const wire = (t: ImportTransaction) => ({
@@ -391,15 +392,15 @@ describe.skipIf(skip)(anvilSuiteTitle(`chain source followed into the API (anvil
         }`,
         { a: dave, c: carol },
       ),
-    ).toEqual({
-      data: {
+    ).toEqual(
+      answered({
         dave: {
           position: { shareBalance: '0', sharePrice: '1.01', positionValueUsd: null, totalDeposits: '400', allTimeEarned: '-0.000001' },
           pendingRedeems: { totalPending: '399.999999' },
         },
         carol: { position: { shareBalance: '2000', positionValueUsd: null, allTimeEarned: '29.999999' } },
-      },
-    })
+      }),
+    )
   })
 
   it('follows new blocks as they come, through a node that fails for a while', async () => {

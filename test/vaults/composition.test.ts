@@ -5,7 +5,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -105,8 +105,8 @@ describe(`composition (${testBackend})`, () => {
         composition { asOf positions { platform pct } }
         byAsset: composition(groupBy: asset) { positions { asset platform symbol pct apyEstPct icon } }
       } }`)
-      expect(body).toEqual({
-        data: {
+      expect(body).toEqual(
+        answered({
           vault: {
             composition: {
               asOf: '2026-11-21T12:30:00.000Z',
@@ -123,8 +123,8 @@ describe(`composition (${testBackend})`, () => {
               ],
             },
           },
-        },
-      })
+        }),
+      )
     })
 
     it('answers a snapshot without positions with an empty list', async () => {
@@ -134,9 +134,9 @@ describe(`composition (${testBackend})`, () => {
     it('answers 200 with as_of null and no positions for a vault without a snapshot yet (or only later ones), REST and GraphQL alike', async () => {
       for (const id of ['empty', 'later']) {
         expect(await get(`/v1/vaults/${id}/composition`)).toEqual({ status: 200, body: { as_of: null, positions: [] } })
-        expect((await t.graphql(`{ vault(id: "${id}") { id composition { asOf positions { platform } } } }`)).body).toEqual({
-          data: { vault: { id, composition: { asOf: null, positions: [] } } },
-        })
+        expect((await t.graphql(`{ vault(id: "${id}") { id composition { asOf positions { platform } } } }`)).body).toEqual(
+          answered({ vault: { id, composition: { asOf: null, positions: [] } } }),
+        )
       }
       // An unknown vault is still 404.
       expect((await get('/v1/vaults/nope/composition')).status).toBe(404)
@@ -246,8 +246,8 @@ describe(`composition (${testBackend})`, () => {
       const { body } = await t.graphql(
         `{ vault(id: "mix") { compositionSeries(timeframe: ALL, groupBy: asset) { groupBy timeframe labels points { t weightsPct } } } }`,
       )
-      expect(body).toEqual({
-        data: {
+      expect(body).toEqual(
+        answered({
           vault: {
             compositionSeries: {
               groupBy: 'asset',
@@ -259,8 +259,8 @@ describe(`composition (${testBackend})`, () => {
               ],
             },
           },
-        },
-      })
+        }),
+      )
     })
 
     it('costs one statement for the vault and one for the whole series', async () => {

@@ -2,7 +2,7 @@ import { Decimal } from 'decimal.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
@@ -232,8 +232,8 @@ describe(`performance history (${testBackend})`, () => {
       } }`)
       const rest = STEADY_PERFORMANCE
       const series = (await get('/v1/vaults/steady/performance/series?timeframe=30d')).body
-      expect(body).toEqual({
-        data: {
+      expect(body).toEqual(
+        answered({
           vault: {
             tvl: '1200',
             tvlUsd: '1199.76',
@@ -262,8 +262,8 @@ describe(`performance history (${testBackend})`, () => {
               })),
             },
           },
-        },
-      })
+        }),
+      )
     })
 
     it('costs a performance series by its bucket count', async () => {

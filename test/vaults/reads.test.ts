@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
@@ -94,21 +94,21 @@ describe(`reads every vault API has (${testBackend})`, () => {
 
     it('GraphQL vaultByAddress reads chainId the same way; caip10 carries the EIP-55 checksum, null without a chain id', async () => {
       const query = `query($c: String!, $a: String!) { vaultByAddress(chainId: $c, address: $a) { id chainId caip10 contract { address } } }`
-      const ranged = { data: { vaultByAddress: { id: 'ranged', chainId: '8453', caip10: `eip155:8453:${CHECKSUMMED}`, contract: { address: CHECKSUMMED } } } }
+      const ranged = answered({ vaultByAddress: { id: 'ranged', chainId: '8453', caip10: `eip155:8453:${CHECKSUMMED}`, contract: { address: CHECKSUMMED } } })
       expect((await t.graphql(query, { c: 'eip155:8453', a: CONTRACT })).body).toEqual(ranged)
       expect((await t.graphql(query, { c: '8453', a: CONTRACT.toUpperCase().replace('0X', '0x') })).body).toEqual(ranged)
-      expect((await t.graphql(query, { c: '10', a: CONTRACT })).body).toEqual({ data: { vaultByAddress: null } })
+      expect((await t.graphql(query, { c: '10', a: CONTRACT })).body).toEqual(answered({ vaultByAddress: null }))
       const bad = (await t.graphql(query, { c: 'base', a: CONTRACT })).body
       expect(bad.errors[0]).toMatchObject({
         message: 'chainId must be a chain id: decimal (8453) or CAIP-2 (eip155:8453).',
         extensions: { code: 'bad_request' },
       })
-      expect((await t.graphql('{ vault(id: "offchain") { caip10 } }')).body).toEqual({ data: { vault: { caip10: null } } })
+      expect((await t.graphql('{ vault(id: "offchain") { caip10 } }')).body).toEqual(answered({ vault: { caip10: null } }))
     })
 
     it('costs one SQL statement: one probe of the (chain_id, lower(address)) index', async () => {
       const { result, statements } = await recordSql(() => t.graphql(`{ vaultByAddress(chainId: "8453", address: "${CHECKSUMMED}") { id name caip10 } }`))
-      expect(result.body).toEqual({ data: { vaultByAddress: { id: 'ranged', name: 'Vault ranged', caip10: `eip155:8453:${CHECKSUMMED}` } } })
+      expect(result.body).toEqual(answered({ vaultByAddress: { id: 'ranged', name: 'Vault ranged', caip10: `eip155:8453:${CHECKSUMMED}` } }))
       expect(statements).toHaveLength(1)
       expect(statements[0]).toMatch(/WHERE chain_id = \$1 AND lower\(contract_address\) = \$2$/)
       const [index] = await t.db.prisma.$queryRawUnsafe<{ indexdef: string }[]>(
@@ -275,8 +275,8 @@ describe(`reads every vault API has (${testBackend})`, () => {
         compositionSeries(range: { from: "2026-11-21T10:00:00.000Z" }) { timeframe from to interval labels points { t weightsPct } }
         week: performanceSeries(timeframe: P7D) { timeframe from to interval }
       } }`)
-      expect(body).toEqual({
-        data: {
+      expect(body).toEqual(
+        answered({
           vault: {
             performanceSeries: {
               timeframe: null,
@@ -295,8 +295,8 @@ describe(`reads every vault API has (${testBackend})`, () => {
             },
             week: { timeframe: 'P7D', from: null, to: null, interval: null },
           },
-        },
-      })
+        }),
+      )
       const error = async (args: string) => (await t.graphql(`{ vault(id: "ranged") { performanceSeries(${args}) { points { t } } } }`)).body.errors[0]
       expect(await error('timeframe: P7D, range: { from: "2026-11-20T10:00:00.000Z" }')).toMatchObject({
         message: 'timeframe must not be given together with range: a range has its own from, to and interval.',

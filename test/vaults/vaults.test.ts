@@ -4,7 +4,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 
 // Hand-made vaults in the import format (the spec's wire shape plus base_asset_price_usd): the REST
 // body of a vault must be exactly its import record without base_asset_price_usd.
@@ -103,32 +103,30 @@ describe(`vault reads (${testBackend})`, () => {
   it('answers the same vault over GraphQL in camelCase', async () => {
     expect(await t.graphql(VAULT_QUERY, { id: 'usdc-full' })).toEqual({
       status: 200,
-      body: {
-        data: {
-          vault: {
-            id: 'usdc-full',
-            name: 'Full USDC',
-            chain: 'ethereum',
-            chainId: '1',
-            symbol: 'vgUSDC',
-            baseAsset: 'USDC',
-            status: 'active',
-            tvl: '1234567.000000000000000001',
-            sharePrice: '1.05',
-            perfFeeBps: 1000,
-            mgmtFeeBps: 50,
-            contract: { address: '0x00000000000000000000000000000000000000aa' },
-            depositConstraints: { maxDeposit: '5000000', minDeposit: '0.5', paused: false },
-            withdrawConstraints: { instantLiquidity: true, instantSlippageMaxBps: 30, redeem24hThresholdPctOfAum: 12.5, redeem48hAboveThreshold: true },
-            icons: { dark: 'https://icons.test/full-dark.svg', light: 'https://icons.test/full-light.svg' },
-            apiEndpoint: 'https://api.vaultgate.test/v1/vaults/usdc-full',
-            description: 'Lends USDC across blue-chip money markets.',
-            docsUrl: 'https://docs.vaultgate.test/usdc-full',
-            inceptionDate: '2025-02-28',
-            strategyBrief: 'Rebalances daily towards the best risk-adjusted rate.',
-          },
+      body: answered({
+        vault: {
+          id: 'usdc-full',
+          name: 'Full USDC',
+          chain: 'ethereum',
+          chainId: '1',
+          symbol: 'vgUSDC',
+          baseAsset: 'USDC',
+          status: 'active',
+          tvl: '1234567.000000000000000001',
+          sharePrice: '1.05',
+          perfFeeBps: 1000,
+          mgmtFeeBps: 50,
+          contract: { address: '0x00000000000000000000000000000000000000aa' },
+          depositConstraints: { maxDeposit: '5000000', minDeposit: '0.5', paused: false },
+          withdrawConstraints: { instantLiquidity: true, instantSlippageMaxBps: 30, redeem24hThresholdPctOfAum: 12.5, redeem48hAboveThreshold: true },
+          icons: { dark: 'https://icons.test/full-dark.svg', light: 'https://icons.test/full-light.svg' },
+          apiEndpoint: 'https://api.vaultgate.test/v1/vaults/usdc-full',
+          description: 'Lends USDC across blue-chip money markets.',
+          docsUrl: 'https://docs.vaultgate.test/usdc-full',
+          inceptionDate: '2025-02-28',
+          strategyBrief: 'Rebalances daily towards the best risk-adjusted rate.',
         },
-      },
+      }),
     })
     const nulls = (await t.graphql(VAULT_QUERY, { id: 'eth-bare' })).body.data.vault
     expect(nulls).toMatchObject({
@@ -146,7 +144,7 @@ describe(`vault reads (${testBackend})`, () => {
     const res = await t.request('/v1/vaults/nope')
     expect(res.status).toBe(404)
     expect(await res.json()).toEqual(errorBody('not_found', 'Vault "nope" was not found.'))
-    expect((await t.graphql(VAULT_QUERY, { id: 'nope' })).body).toEqual({ data: { vault: null } })
+    expect((await t.graphql(VAULT_QUERY, { id: 'nope' })).body).toEqual(answered({ vault: null }))
   })
 
   it('sends an ETag and a short public Cache-Control, and answers If-None-Match with 304', async () => {
@@ -183,7 +181,7 @@ describe(`vault reads (${testBackend})`, () => {
       expect(await (await t.request('/v1/vaults?status=active')).json()).toEqual({ items: [wire(full)], next_cursor: null })
       expect(await (await t.request('/v1/vaults?chain=base&status=active')).json()).toEqual({ items: [], next_cursor: null })
       const gql = await t.graphql('{ vaults(status: closed) { edges { node { id status } } pageInfo { hasNextPage } } }')
-      expect(gql.body).toEqual({ data: { vaults: { edges: [{ node: { id: 'arb-closed', status: 'closed' } }], pageInfo: { hasNextPage: false } } } })
+      expect(gql.body).toEqual(answered({ vaults: { edges: [{ node: { id: 'arb-closed', status: 'closed' } }], pageInfo: { hasNextPage: false } } }))
     })
 
     it('rejects malformed parameters with 400 bad_request instead of clamping them', async () => {

@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 const NOW = new Date('2026-11-21T12:00:00.000Z')
 /** The import's time: its snapshots of the vault records are the newest data, so every `as_of` (decisions §10). */
@@ -156,10 +157,10 @@ describe(`position summary (${testBackend})`, () => {
       `query ($a: String!) { user(address: $a) { s1: position(vaultId: "s1") { ${FIELDS} } s4: position(vaultId: "s4") { vaultId } } }`,
       { a: A },
     )
-    expect(res).toEqual({ status: 200, body: { data: { user: { s1: camel(s1), s4: null } } } })
+    expect(res).toEqual({ status: 200, body: answered({ user: { s1: camel(s1), s4: null } }) })
     const unknown = await t.graphql(`{ user(address: "${A}") { position(vaultId: "nope") { vaultId } } }`)
     expect(unknown.body).toEqual({
-      data: { user: { position: null } },
+      ...answered({ user: { position: null } }),
       errors: [
         expect.objectContaining({ message: 'Vault "nope" not found.', path: ['user', 'position'], extensions: expect.objectContaining({ code: 'not_found' }) }),
       ],
@@ -169,17 +170,17 @@ describe(`position summary (${testBackend})`, () => {
   it('lists positions across vaults (open ones by default) in one statement whatever the number of vaults', async () => {
     const q = `query ($a: String!, $all: Boolean!) { user(address: $a) { positions(includeClosed: $all) { ${FIELDS} } } }`
     const open = await recordSql(() => t.graphql(q, { a: A, all: false }))
-    expect(open.result).toEqual({ status: 200, body: { data: { user: { positions: [camel(s1), camel(s2)] } } } })
+    expect(open.result).toEqual({ status: 200, body: answered({ user: { positions: [camel(s1), camel(s2)] } }) })
     expect(open.statements).toHaveLength(1)
     const all = await recordSql(() => t.graphql(q, { a: A, all: true }))
-    expect(all.result.body).toEqual({ data: { user: { positions: [camel(s1), camel(s2), camel(s3)] } } })
+    expect(all.result.body).toEqual(answered({ user: { positions: [camel(s1), camel(s2), camel(s3)] } }))
     expect(all.statements).toHaveLength(1)
     // B holds two vaults, a wallet without history none: the same single statement.
     const b = await recordSql(() => t.graphql(q, { a: B, all: false }))
     expect(b.result.body.data.user.positions.map((p: { vaultId: string }) => p.vaultId)).toEqual(['s1', 's2'])
     expect(b.statements).toHaveLength(1)
     const none = await recordSql(() => t.graphql(q, { a: '0x0000000000000000000000000000000000000001', all: true }))
-    expect(none.result.body).toEqual({ data: { user: { positions: [] } } })
+    expect(none.result.body).toEqual(answered({ user: { positions: [] } }))
     expect(none.statements).toHaveLength(1)
   })
 
@@ -215,12 +216,12 @@ describe(`position summary (${testBackend})`, () => {
         b: user(address: "${B}") { s1: position(vaultId: "s1") { shareBalance } s5: position(vaultId: "s5") { shareBalance } }
       }`),
     )
-    expect(result.body).toEqual({
-      data: {
+    expect(result.body).toEqual(
+      answered({
         a: { s1: { shareBalance: s1.share_balance }, s2: { shareBalance: '6' }, s3: { shareBalance: '0' } },
         b: { s1: { shareBalance: '7777' }, s5: null },
-      },
-    })
+      }),
+    )
     expect(statements).toHaveLength(1)
   })
 

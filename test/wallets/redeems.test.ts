@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
+import { answered } from '../support/bodies.js'
 
 // Pending redeems with known answers. The request time is pinned so the 90-day window of the
 // average delay is exact; `as_of` is the time of the newest data (decisions §10): the import's
@@ -200,38 +201,36 @@ describe(`GET /v1/users/{address}/redeems (${testBackend})`, () => {
     )
     expect(res).toEqual({
       status: 200,
-      body: {
-        data: {
-          user: {
-            pendingRedeems: {
-              address: A,
-              asOf: '2026-11-21T11:30:00.000Z',
-              totalPending: '1333332.655566665555556667',
-              totalClaimable: '0',
-              averageRedeemDelay: 30783,
-              pendingRedeems: [
-                [3, 1, '0', '2026-11-16T12:16:40.000Z', '2026-11-16T12:16:40.000Z'],
-                [0, 1, '0', '2026-11-18T13:00:00.000Z', '2026-11-19T12:00:00.000Z'],
-                [1, 1, '0', '2026-11-21T12:00:00.000Z', '2026-11-21T12:00:00.000Z'],
-                [2, 3, '1234575.123456789012345678', '2026-11-21T11:00:00.000Z', '2026-11-22T10:00:00.000Z'],
-              ].map(([i, queuePosition, amountAhead, p50, p90]) => {
-                const p = transactions[i as number]!
-                return {
-                  vaultId: p.vault_id,
-                  amount: p.amount,
-                  submittedAt: p.timestamp,
-                  transactionType: 'redeem',
-                  txHash: p.tx_hash,
-                  status: 'pending',
-                  queuePosition,
-                  amountAhead,
-                  eta: { p50, p90 },
-                }
-              }),
-            },
+      body: answered({
+        user: {
+          pendingRedeems: {
+            address: A,
+            asOf: '2026-11-21T11:30:00.000Z',
+            totalPending: '1333332.655566665555556667',
+            totalClaimable: '0',
+            averageRedeemDelay: 30783,
+            pendingRedeems: [
+              [3, 1, '0', '2026-11-16T12:16:40.000Z', '2026-11-16T12:16:40.000Z'],
+              [0, 1, '0', '2026-11-18T13:00:00.000Z', '2026-11-19T12:00:00.000Z'],
+              [1, 1, '0', '2026-11-21T12:00:00.000Z', '2026-11-21T12:00:00.000Z'],
+              [2, 3, '1234575.123456789012345678', '2026-11-21T11:00:00.000Z', '2026-11-22T10:00:00.000Z'],
+            ].map(([i, queuePosition, amountAhead, p50, p90]) => {
+              const p = transactions[i as number]!
+              return {
+                vaultId: p.vault_id,
+                amount: p.amount,
+                submittedAt: p.timestamp,
+                transactionType: 'redeem',
+                txHash: p.tx_hash,
+                status: 'pending',
+                queuePosition,
+                amountAhead,
+                eta: { p50, p90 },
+              }
+            }),
           },
         },
-      },
+      }),
     })
   })
 })

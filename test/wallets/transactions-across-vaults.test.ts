@@ -3,7 +3,7 @@ import type { TransactionStatus, TransactionType } from '../../src/generated/pri
 import type { ImportTransaction } from '../../src/importer/document.js'
 import { importDocument } from '../../src/importer/write.js'
 import { createTestApp, type TestApp } from '../support/app.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
@@ -175,7 +175,7 @@ describe(`GET /v1/users/{address}/transactions across vaults (${testBackend})`, 
     expect(nulled.body.data.user.transactions.edges.map((e: { node: unknown }) => e.node)).toEqual(newestFirst.slice(0, 25).map(node))
     const unknown = await t.graphql(q, { a: A, vaultId: 'nope' })
     expect(unknown.body).toEqual({
-      data: { user: { transactions: null } },
+      ...answered({ user: { transactions: null } }),
       errors: [expect.objectContaining({ message: 'Vault "nope" not found.', extensions: expect.objectContaining({ code: 'not_found' }) })],
     })
   })

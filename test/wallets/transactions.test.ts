@@ -6,7 +6,7 @@ import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
 import { recordSql } from '../support/sql.js'
 import { txDoc, vaultDoc } from '../support/wallet-data.js'
-import { errorBody } from '../support/bodies.js'
+import { errorBody, answered } from '../support/bodies.js'
 
 // A hand-built history with known answers: 450 transactions of wallet A in vault v1, three per
 // timestamp (so page boundaries fall inside runs of equal timestamps and the id decides), types
@@ -237,17 +237,15 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
     const cursor = expect.stringMatching(/^[\w-]+\.[\w-]+$/)
     expect(p1).toEqual({
       status: 200,
-      body: {
-        data: {
-          user: {
-            address: A,
-            transactions: {
-              edges: withdrawals.slice(0, 2).map((w) => ({ cursor, node: node(w) })),
-              pageInfo: { hasNextPage: true, hasPreviousPage: false, startCursor: cursor, endCursor: cursor },
-            },
+      body: answered({
+        user: {
+          address: A,
+          transactions: {
+            edges: withdrawals.slice(0, 2).map((w) => ({ cursor, node: node(w) })),
+            pageInfo: { hasNextPage: true, hasPreviousPage: false, startCursor: cursor, endCursor: cursor },
           },
         },
-      },
+      }),
     })
     const { edges, pageInfo } = p1.body.data.user.transactions
     expect(pageInfo.startCursor).toBe(edges[0].cursor)
@@ -261,9 +259,11 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
   })
 
   it('answers an empty connection for a known vault without history', async () => {
-    expect((await t.graphql(QUERY, { address: B, vaultId: 'v2' })).body).toEqual({
-      data: { user: { address: B, transactions: { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } } } },
-    })
+    expect((await t.graphql(QUERY, { address: B, vaultId: 'v2' })).body).toEqual(
+      answered({
+        user: { address: B, transactions: { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } } },
+      }),
+    )
   })
 
   // `user` and `transactions` are nullable: an error nulls the field it belongs to, and the rest of
@@ -284,7 +284,7 @@ describe(`user(address).transactions over GraphQL (${testBackend})`, () => {
   ])('answers %s with an error coded %s, nulling only its field', async (_name, vars, code, message, data) => {
     const res = await t.graphql(QUERY, { address: A, vaultId: 'v1', ...vars })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ data, errors: [expect.objectContaining({ message, extensions: expect.objectContaining({ code }) })] })
+    expect(res.body).toEqual({ ...answered(data), errors: [expect.objectContaining({ message, extensions: expect.objectContaining({ code }) })] })
   })
 
   it('rejects an unknown type as a bad_request', async () => {

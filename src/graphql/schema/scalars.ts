@@ -3,7 +3,13 @@ import { builder } from '../builder.js'
 import { badRequest } from '../../core/errors.js'
 import { formatAmount, parseAmount } from '../../core/decimal.js'
 
+// @specifiedBy (decisions §15): where each wire format is defined, for typed clients (GraphQL Code
+// Generator maps them: docs/graphql-clients.md). Decimal's plain notation is XML Schema's canonical
+// decimal (no exponent, no trailing fractional zeros); DateTime is RFC 3339 as the GraphQL
+// Scalars date-time specification profiles it; the two integers count ECMAScript's milliseconds.
+
 builder.scalarType('Decimal', {
+  specifiedByURL: 'https://www.w3.org/TR/xmlschema11-2/#decimal',
   description:
     'An exact decimal amount as a string in plain notation: "." separator, no exponent, no thousands separators, no trailing fractional zeros (e.g. "1.5", "0", "1234567.000000000000000001").',
   serialize: (value) => formatAmount(value),
@@ -30,6 +36,7 @@ function parseDateTime(value: unknown): Date {
 }
 
 builder.scalarType('DateTime', {
+  specifiedByURL: 'https://scalars.graphql.org/andimarek/date-time',
   description: 'An RFC 3339 timestamp in UTC with milliseconds, e.g. "2026-11-21T12:00:00.000Z".',
   serialize: (value) => (value instanceof Date ? value : new Date(String(value))).toISOString(),
   parseValue: parseDateTime,
@@ -43,6 +50,7 @@ function parseUnixMs(value: unknown): number {
 }
 
 builder.scalarType('UnixMs', {
+  specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range',
   description: 'Unix time in milliseconds, as a JSON integer (beyond the 32-bit range of Int).',
   serialize: (value) => (value instanceof Date ? value.getTime() : value),
   parseValue: parseUnixMs,
@@ -50,6 +58,7 @@ builder.scalarType('UnixMs', {
 })
 
 builder.scalarType('Milliseconds', {
+  specifiedByURL: 'https://tc39.es/ecma262/#sec-time-values-and-time-range',
   description: 'A duration in milliseconds, as a JSON integer (beyond the 32-bit range of Int).',
   serialize: (value) => value,
   parseValue: (value) => {

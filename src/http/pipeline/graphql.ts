@@ -6,13 +6,17 @@ import { isGraphQLError } from '../../core/errors.js'
 import type { DataUse } from '../../freshness/answer.js'
 import type { Freshness } from '../../freshness/status.js'
 import type { RequestScope } from '../../graphql/context.js'
+import { type DocumentStore, namesDocument } from '../../graphql/documents.js'
 import { maskError } from '../../graphql/errors.js'
 import type { OperationClass } from '../../graphql/public-operations.js'
 import type { Yoga } from '../../graphql/yoga.js'
 import { beginRead } from '../../freshness/answer.js'
+import { AppError } from '../../core/errors.js'
+import { etagOf } from '../etag.js'
 import type { CachedResponse, ResponseCache } from '../response-cache.js'
 import { type Answer, answerOf, type BodyAnswer, isStream } from './answer.js'
 import type { Exchange } from './exchange.js'
+import { publicAnswer } from './public-answer.js'
 import { type EventStreams, type Place, wantsEventStream } from './streams.js'
 
 // /graphql (GET and POST), one handler (docs/adr/0005-one-pipeline.md): the body is read and
@@ -26,8 +30,23 @@ import { type EventStreams, type Place, wantsEventStream } from './streams.js'
 // - anything else (GET, a form post, an event stream, GraphiQL's page, a body Yoga must refuse in
 //   its own words): `yoga.fetch`, whose answer may be a stream (a subscription, held within
 //   SUBSCRIPTIONS_MAX by src/http/pipeline/streams.ts).
+// A trusted document named by `documentId` or APQ's hash (decisions §15) takes the same ways: both
+// run Yoga's `onParams`, where its plugin turns the id into the document (src/graphql/documents.ts),
+// so the id is resolved in one place; this step reads the same store only to classify the
+// operation first. A GET by id that wants JSON is run like a JSON POST (Yoga's GET handling would
+// ask for a CSRF header, which a known document does not need), and a public one is answered like
+// a REST read: Cache-Control public, an ETag, 304, the response cache.
 
-type Params = { query: string; variables?: Record<string, unknown> | null; operationName?: string | null; extensions?: Record<string, unknown> | null }
+type Params = {
+  query?: string
+  /** A trusted document's id (decisions §15): `query` is then absent, and Yoga's plugin supplies it. */
+  documentId?: string
+  variables?: Record<string, unknown> | null
+  operationName?: string | null
+  extensions?: Record<string, unknown> | null
+}
+
+const PARAM_NAMES = new Set(['query', 'documentId', 'variables', 'operationName', 'extensions'])
 
 /** What Yoga's result processor builds, captured instead of a Web Response (its `fetchAPI` argument). */
 class Captured {
@@ -41,12 +60,27 @@ const CAPTURE = { Response: Captured } as unknown as Parameters<typeof processRe
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const optional = (v: unknown, kind: 'string' | 'object') => v === undefined || v === null || (kind === 'string' ? typeof v === 'string' : isObject(v))
 
-/** Params Yoga takes without a complaint (its useCheckGraphQLQueryParams); any other body is Yoga's to refuse. */
+/**
+ * Params Yoga takes without a complaint (its useCheckGraphQLQueryParams, after the trusted
+ * documents' plugin: a query, or an id naming one); any other body is Yoga's to refuse.
+ */
 function plainParams(body: unknown): body is Params {
-  if (!isObject(body) || typeof body.query !== 'string') return false
-  for (const key in body) if (key !== 'query' && key !== 'variables' && key !== 'operationName' && key !== 'extensions') return false
-  return optional(body.variables, 'object') && optional(body.operationName, 'string') && optional(body.extensions, 'object')
+  if (!isObject(body) || (typeof body.query !== 'string' && !namesDocument(body))) return false
+  for (const key in body) if (!PARAM_NAMES.has(key)) return false
+  return (
+    optional(body.query, 'string') &&
+    optional(body.documentId, 'string') &&
+    optional(body.variables, 'object') &&
+    optional(body.operationName, 'string') &&
+    optional(body.extensions, 'object')
+  )
 }
+
+/** What a document this step cannot read (an unknown id: Yoga's plugin answers it) is taken for. */
+const UNREAD: OperationClass = { public: false, keyManagement: false, read: false }
+
+/** A public GET by documentId, as the REST shim's vault reads (src/rest/routes/vaults.ts). */
+const PUBLIC_CACHE_CONTROL = 'public, max-age=10'
 
 /** The first media type of a Content-Type, as Yoga's isPOSTJsonRequest matches it. */
 export function jsonContentType(value: string | undefined): boolean {
@@ -121,6 +155,9 @@ function errorsOf(error: unknown) {
 /** The cache key of a POST /graphql body. */
 export const graphqlCacheKey = (accept: string | null | undefined, body: string) => `POST /graphql\n${accept ?? ''}\n${body}`
 
+/** The cache key of a GET /graphql (path and query, as REST reads; Accept chooses the media type). */
+export const graphqlGetCacheKey = (accept: string | null | undefined, target: string) => `GET ${target}\n${accept ?? ''}`
+
 /**
  * What a GraphQL operation's Data-As-Of is computed from (decisions §10): for a read, the record of
  * the data it reads with the times, taken before it runs and passed into its context (a failure to
@@ -135,13 +172,15 @@ export interface GraphqlStep {
   yoga: Yoga
   cache: ResponseCache
   classOf: (query: string, operationName: string | undefined) => OperationClass
+  /** The trusted documents (src/graphql/documents.ts): read to classify a request that names one. */
+  documents: DocumentStore
   freshness?: Freshness
   streams: EventStreams
   /** The client's public count (taken by `admit`): throws the refusal when it is over its limit. */
   admitted: (x: Exchange) => Promise<void>
 }
 
-export function graphqlStep({ config, yoga, cache, classOf, freshness, streams, admitted }: GraphqlStep): (x: Exchange) => Promise<Answer> {
+export function graphqlStep({ config, yoga, cache, classOf, documents, freshness, streams, admitted }: GraphqlStep): (x: Exchange) => Promise<Answer> {
   const scopeOf = (x: Exchange, data?: DataUse): RequestScope => ({ requestId: x.requestId, deadline: x.deadline, data, client: x.clientId(config) })
 
   /** Runs plain params through Yoga's execution and its regular result processor. */
@@ -192,6 +231,73 @@ export function graphqlStep({ config, yoga, cache, classOf, freshness, streams, 
     return streams.track(answer, place)
   }
 
+  /** The class of plain params: of their query, or of the document their id names. */
+  function classOfParams(params: Params): OperationClass {
+    const text = documents.textOf(params)
+    return text === undefined ? UNREAD : classOf(text, typeof params.operationName === 'string' ? params.operationName : undefined)
+  }
+
+  /**
+   * A public operation's answer, shared through the response cache under `key` (one computation
+   * per key at a time) when it is on. `stored` is what a 200 without errors becomes (a GET's adds
+   * its ETag and Cache-Control), `reply` how a stored answer is answered; any other answer is
+   * this caller's alone, never stored.
+   */
+  async function shared(
+    x: Exchange,
+    key: string,
+    kind: OperationClass,
+    params: Params,
+    mediaType: string,
+    stored: (r: CachedResponse) => CachedResponse,
+    reply: (r: CachedResponse) => Answer,
+  ): Promise<Answer> {
+    // The first caller's own answer, when it is not storable (it must still reach that caller).
+    let unshared: Answer | undefined
+    let unsharedData: DataUse | undefined
+    const storable = (a: BodyAnswer, data: DataUse | undefined): CachedResponse | undefined => {
+      const body = typeof a.body === 'string' ? a.body : ''
+      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
+      if (a.status !== 200 || body.includes('"errors":')) return undefined
+      return stored({ body, contentType: String(a.headers['content-type']), route: '/graphql', dataAsOf: data?.header })
+    }
+    const produce = async (background: boolean): Promise<CachedResponse | undefined> => {
+      const data = await operationData(kind, freshness)
+      if (background) {
+        // Nobody waits for this answer: it may outlive this request, so it runs with a deadline of
+        // its own and no client signal; an error or a non-200 is dropped, never shared.
+        const detached = new Request(x.url, {
+          method: x.method,
+          headers: { accept: x.header('accept') ?? '*/*', ...(x.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        })
+        return underDeadline(x.deadline?.detached() ?? Deadline.in(60_000), async (deadline) =>
+          storable(await execute(detached, params, mediaType, { requestId: x.requestId, deadline, data }), data),
+        )
+      }
+      unsharedData = data
+      const a = await execute(x.request, params, mediaType, scopeOf(x, data))
+      const r = storable(a, data)
+      if (!r) unshared = a
+      return r
+    }
+    const r = cache.enabled ? await cache.load(key, produce) : await produce(false)
+    if (unshared) {
+      if (unsharedData) x.dataAsOf = unsharedData.header
+      return unshared
+    }
+    if (r) return reply(r)
+    // A shared computation that failed or produced nothing: this caller's own.
+    return own(x, kind, params, mediaType)
+  }
+
+  /** This caller's own answer; a read's Data-As-Of is that of the data it read. */
+  async function own(x: Exchange, kind: OperationClass, params: Params, mediaType: string): Promise<Answer> {
+    const data = await operationData(kind, freshness)
+    const answer = await execute(x.request, params, mediaType, scopeOf(x, data))
+    if (data) x.dataAsOf = data.header
+    return answer
+  }
+
   /** A JSON POST: parsed and classified once, then from the cache, or executed. */
   async function post(x: Exchange): Promise<Answer> {
     const text = await x.text()
@@ -207,55 +313,65 @@ export function graphqlStep({ config, yoga, cache, classOf, freshness, streams, 
       if (typeof query === 'string') x.keyManagement = classOf(query, typeof operationName === 'string' ? operationName : undefined).keyManagement
       return viaYoga(x, undefined)
     }
-    const kind = classOf(params.query, typeof params.operationName === 'string' ? params.operationName : undefined)
+    const kind = classOfParams(params)
     x.keyManagement = kind.keyManagement
     const accept = x.header('accept')
     const mediaType = STREAMING_OR_PAGE.test(accept ?? '') ? undefined : regularMediaType(accept)
     // A subscription is an event stream whatever its Accept header (docs/push.md).
     if (kind.subscription || !mediaType) return viaYoga(x, kind)
     await admitted(x)
-    /** This caller's own answer; a read's Data-As-Of is that of the data it read. */
-    const own = async (): Promise<Answer> => {
-      const data = await operationData(kind, freshness)
-      const answer = await execute(x.request, params as Params, mediaType, scopeOf(x, data))
-      if (data) x.dataAsOf = data.header
-      return answer
-    }
-    if (!kind.public || !cache.enabled) return own()
-    // The first caller's own answer, when it is not storable (it must still reach that caller).
-    let unshared: Answer | undefined
-    let unsharedData: DataUse | undefined
-    const shared = await cache.load(graphqlCacheKey(accept, text), async (background): Promise<CachedResponse | undefined> => {
-      const data = await operationData(kind, freshness)
-      if (background) {
-        // Nobody waits for this answer: it may outlive this request, so it runs with a deadline of
-        // its own and no client signal; an error or a non-200 is dropped, never shared.
-        const detached = new Request(x.url, { method: 'POST', headers: { accept: accept ?? '*/*', 'content-type': 'application/json' } })
-        return underDeadline(x.deadline?.detached() ?? Deadline.in(60_000), async (deadline) => {
-          const a = await execute(detached, params as Params, mediaType, { requestId: x.requestId, deadline, data })
-          const body = typeof a.body === 'string' ? a.body : ''
-          return a.status !== 200 || body.includes('"errors":') ? undefined : { body, contentType: String(a.headers['content-type']), dataAsOf: data?.header }
-        })
+    if (!kind.public || !cache.enabled) return own(x, kind, params, mediaType)
+    return shared(
+      x,
+      graphqlCacheKey(accept, text),
+      kind,
+      params,
+      mediaType,
+      (r) => r,
+      (r) => {
+        if (r.dataAsOf !== undefined) x.dataAsOf = r.dataAsOf
+        return { status: 200, headers: { 'content-type': r.contentType }, body: r.body }
+      },
+    )
+  }
+
+  /**
+   * A GET naming a trusted document (`documentId`, or APQ's hash without a query) that wants JSON:
+   * run as a JSON POST would be (a mutation is still refused on GET, by Yoga's onParse), and a
+   * public one answered like a REST read.
+   */
+  async function getByDocument(x: Exchange, url: URL, mediaType: string): Promise<Answer> {
+    const json = (name: string): Record<string, unknown> | undefined => {
+      const value = url.searchParams.get(name)
+      if (value === null || value === '') return undefined
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(value)
+      } catch {
+        throw new AppError('bad_request', `The ${name} parameter must be a JSON object.`)
       }
-      unsharedData = data
-      const a = await execute(x.request, params as Params, mediaType, scopeOf(x, data))
-      const body = typeof a.body === 'string' ? a.body : ''
-      // An error is never stored (a raw `"errors":` cannot occur inside a JSON string, where quotes are escaped).
-      if (a.status !== 200 || body.includes('"errors":')) {
-        unshared = a
-        return undefined
-      }
-      return { body, contentType: String(a.headers['content-type']), route: '/graphql', dataAsOf: data?.header }
-    })
-    if (unshared) {
-      if (unsharedData) x.dataAsOf = unsharedData.header
-      return unshared
+      if (!isObject(parsed)) throw new AppError('bad_request', `The ${name} parameter must be a JSON object.`)
+      return parsed
     }
-    if (shared) {
-      if (shared.dataAsOf !== undefined) x.dataAsOf = shared.dataAsOf
-      return { status: 200, headers: { 'content-type': shared.contentType }, body: shared.body }
+    const params: Params = {
+      documentId: url.searchParams.get('documentId') ?? undefined,
+      operationName: url.searchParams.get('operationName') || undefined,
+      variables: json('variables'),
+      extensions: json('extensions'),
     }
-    return own()
+    const kind = classOfParams(params)
+    x.keyManagement = kind.keyManagement
+    await admitted(x)
+    if (!kind.public) return own(x, kind, params, mediaType)
+    return shared(
+      x,
+      graphqlGetCacheKey(x.header('accept'), x.target),
+      kind,
+      params,
+      mediaType,
+      (r) => ({ ...r, etag: etagOf(r.body), cacheControl: PUBLIC_CACHE_CONTROL, vary: 'Accept' }),
+      (r) => publicAnswer(x, r),
+    )
   }
 
   return (x) => {
@@ -269,8 +385,27 @@ export function graphqlStep({ config, yoga, cache, classOf, freshness, streams, 
     }
     const url = new URL(x.url)
     const query = url.searchParams.get('query')
+    if (x.method === 'GET' && query === null && (url.searchParams.has('documentId') || url.searchParams.has('extensions'))) {
+      const accept = x.header('accept')
+      const mediaType = STREAMING_OR_PAGE.test(accept ?? '') ? undefined : regularMediaType(accept)
+      const text = documents.textOf({ documentId: url.searchParams.get('documentId') ?? undefined, extensions: safeJson(url.searchParams.get('extensions')) })
+      const kind = text === undefined ? undefined : classOf(text, url.searchParams.get('operationName') || undefined)
+      if (mediaType && !kind?.subscription) return getByDocument(x, url, mediaType)
+      x.keyManagement = kind?.keyManagement ?? false
+      return viaYoga(x, kind)
+    }
     const kind = query === null ? undefined : classOf(query, url.searchParams.get('operationName') ?? undefined)
     x.keyManagement = kind?.keyManagement ?? false
     return viaYoga(x, x.method === 'GET' ? kind : undefined)
+  }
+}
+
+/** A query parameter's JSON, or undefined when it is absent or not JSON (the step that reads it says so). */
+function safeJson(value: string | null): unknown {
+  if (value === null) return undefined
+  try {
+    return JSON.parse(value)
+  } catch {
+    return undefined
   }
 }

@@ -4,12 +4,12 @@ import { Deadline } from '../../core/deadlines.js'
 import { AppError } from '../../core/errors.js'
 import { logger } from '../../core/log.js'
 import type { RateLimits } from '../../core/rate-limit.js'
-import { notModified } from '../etag.js'
 import type { CachedResponse, ResponseCache } from '../response-cache.js'
 import { type Answer, type BodyAnswer, isStream, toResponse, writeAnswer } from './answer.js'
 import { type Exchange, fromNode, fromRequest } from './exchange.js'
 import { errorAnswer, finisher } from './finish.js'
-import { graphqlCacheKey, jsonContentType } from './graphql.js'
+import { graphqlCacheKey, graphqlGetCacheKey, jsonContentType } from './graphql.js'
+import { publicAnswer } from './public-answer.js'
 
 // The one request pipeline (docs/adr/0005-one-pipeline.md). Every request, from a socket or from
 // app.fetch, becomes one Exchange and meets the same steps in the same order:
@@ -80,6 +80,15 @@ export function createPipeline({
       await admitted(x)
       return publicFromCache(x, entry)
     }
+    // A public GraphQL GET (a trusted document by its id): only public operations are stored under this key.
+    if (x.method === 'GET' && x.path === '/graphql') {
+      const entry = cache.hit(graphqlGetCacheKey(x.header('accept'), x.target))
+      if (!entry) return undefined
+      x.route = '/graphql'
+      x.keyManagement = false
+      await admitted(x)
+      return publicFromCache(x, entry)
+    }
     if (x.method === 'POST' && x.path === '/graphql' && jsonContentType(x.header('content-type'))) {
       x.route = '/graphql'
       const entry = cache.hit(graphqlCacheKey(x.header('accept'), await x.text()))
@@ -146,15 +155,4 @@ function publicFromCache(x: Exchange, entry: CachedResponse): BodyAnswer {
     return { status: 200, headers: { 'content-type': entry.contentType }, body: entry.body }
   }
   return publicAnswer(x, entry)
-}
-
-/** A public REST answer (an ETag and `cacheControl`): 304 when the client has it already. */
-export function publicAnswer(x: Exchange, r: CachedResponse): BodyAnswer {
-  if (r.dataAsOf !== undefined) x.dataAsOf = r.dataAsOf
-  const current = notModified(x.header('if-none-match'), r.etag!)
-  return {
-    status: current ? 304 : 200,
-    headers: { 'content-type': r.contentType, etag: r.etag!, 'cache-control': r.cacheControl! },
-    body: current || x.method === 'HEAD' ? null : r.body,
-  }
 }
