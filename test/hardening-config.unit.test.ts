@@ -14,6 +14,9 @@ describe('hardening settings', () => {
       maxTokens: 2000,
       maxDirectives: 20,
       maxResponseBytes: 4 * 1024 * 1024,
+      // Trusted documents (decisions §15): none, and any document runs.
+      documentsFile: undefined,
+      trustedOnly: false,
     })
     expect(dev.requests).toEqual({ bodyLimitBytes: 102_400, timeoutMs: 15_000 })
     expect(dev.rateLimits).toEqual({ publicPerMinute: 600, keysPerMinute: 30, verifyPerMinute: 1200, bearerFailuresPerMinute: 10 })
