@@ -77,7 +77,8 @@ for _ in $(seq 1 120); do
 done
 [ -n "$url" ] || { echo "smoke: vaultgate start did not get ready:" >&2; cat "$work/start.log" >&2; exit 1; }
 answer="$(curl -sf "$url/graphql" -H 'content-type: application/json' -d '{"query":"{ vault(id: \"usdc-prime\") { id } }"}')"
-[ "$answer" = '{"data":{"vault":{"id":"usdc-prime"}}}' ] || { echo "smoke: unexpected answer: $answer" >&2; cat "$work/start.log" >&2; exit 1; }
+# Every answer carries its cost (decisions §15: extensions.cost).
+[ "$answer" = '{"data":{"vault":{"id":"usdc-prime"}},"extensions":{"cost":{"requested":2,"limit":50000}}}' ] || { echo "smoke: unexpected answer: $answer" >&2; cat "$work/start.log" >&2; exit 1; }
 for page in / /docs /explorer/chart.umd.min.js /docs/swagger-ui-bundle.js; do
   curl -sf -H 'Accept: text/html' "$url$page" >/dev/null || { echo "smoke: $page is not served from the installed package" >&2; exit 1; }
 done
