@@ -59,7 +59,16 @@ export function createApp({
   const classOf = operationClassifier(schema)
 
   let draining = false
-  const tail = longTailRoutes({ config, db, clock, limits, webhooks, onDataChanged: services.dataChanged, draining: () => draining })
+  const tail = longTailRoutes({
+    config,
+    db,
+    clock,
+    limits,
+    webhooks,
+    onDataChanged: services.dataChanged,
+    replicas: services.replicas.status,
+    draining: () => draining,
+  })
 
   // The pipeline's routes, in order: the first that matches answers.
   const graphql = graphqlStep({ config, yoga, cache, classOf, freshness, streams, admitted })
