@@ -167,9 +167,9 @@ export function createServices({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
-    /** The read replicas' states (/readyz). */
-    replicas: { status: reads.status },
-    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready, reads.ready]).then(() => {}),
+    /** The read replicas' states (/readyz); `ready`: their first health poll is done (reads go to the primary until then). */
+    replicas: { status: reads.status, ready: reads.ready },
+    ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
     /** Stops background work, after the webhook deliveries in flight are recorded (not the database: its owner closes it). */
     close: async () => {
       live.close()

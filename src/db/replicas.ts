@@ -50,7 +50,7 @@ export interface ReadRouting {
   changed(): void
   /** Replica states for /readyz (empty without replicas). */
   status(): ReplicaStatus[]
-  /** Resolves after the first health poll (replicas are not used before it). */
+  /** Resolves after the first health poll (replicas are not used before it; readiness does not wait for it). */
   readonly ready: Promise<void>
   close(): Promise<void>
 }
@@ -70,6 +70,8 @@ interface Replica {
   caughtUpAt: number | null
   lagMs: number | null
   error?: string
+  /** Its health query still running (a replica cut off answers nothing): the next poll leaves it. */
+  checking?: Promise<void>
 }
 
 /** `0/16B3748` → a number (LSNs compare as 64-bit integers). */
@@ -247,6 +249,27 @@ export function createReadRouting({
   }
 
   const checkReplica = async (r: Replica, primaryLsn: bigint | null, sampledAt: number) => {
+    // A replica that does not answer within the connect timeout is down; its query is left to
+    // finish on its own (query_timeout) while the other servers go on being polled.
+    if (r.checking) return markDown(r, new Error('the health query has not answered'))
+    let timer: NodeJS.Timeout | undefined
+    const check = readReplica(r, primaryLsn, sampledAt).finally(() => {
+      clearTimeout(timer)
+      r.checking = undefined
+    })
+    r.checking = check
+    await Promise.race([
+      check,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          markDown(r, new Error(`no answer to the health query within ${config.pool.connectTimeoutMs} ms`))
+          resolve()
+        }, config.pool.connectTimeoutMs)
+      }),
+    ])
+  }
+
+  const readReplica = async (r: Replica, primaryLsn: bigint | null, sampledAt: number) => {
     try {
       const { rows } = await r.pool.query<{ lsn: string | null; ts: Date | null; standby: boolean }>(
         'SELECT pg_last_wal_replay_lsn()::text AS lsn, pg_last_xact_replay_timestamp() AS ts, pg_is_in_recovery() AS standby',
@@ -279,17 +302,35 @@ export function createReadRouting({
     }
   }
 
+  /**
+   * Where the primary is. `flushed` (pg_current_wal_flush_lsn()): what a replica can have received,
+   * the measure of lag (the insert position runs ahead of it by records no commit has flushed yet,
+   * a SELECT's page pruning for one, which an idle primary may never send: a replica would look
+   * ever more behind). `committed`: a position past every commit already answered, the
+   * read-your-writes barrier: the flushed one, since a commit returns (and notifies) only once
+   * flushed, unless the gateway's sessions commit asynchronously (synchronous_commit=off), where
+   * the insert position is the safe one (reads may then stay on the primary until the next flush).
+   */
+  const primaryPosition = async () => {
+    const { rows } = await primaryPool.query<{ flushed: string; inserted: string; sync: string }>(
+      "SELECT pg_current_wal_flush_lsn()::text AS flushed, pg_current_wal_insert_lsn()::text AS inserted, current_setting('synchronous_commit') AS sync",
+    )
+    const row = rows[0]!
+    const flushed = parseLsn(row.flushed)
+    return { flushed, committed: row.sync === 'off' ? parseLsn(row.inserted) : flushed }
+  }
+
   let polling: Promise<void> | undefined
   const pollOnce = async () => {
     let primaryLsn: bigint | null = null
     const sampledAt = Date.now()
     try {
-      const { rows } = await primaryPool.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')
-      primaryLsn = parseLsn(rows[0]!.lsn)
+      const position = await primaryPosition()
+      primaryLsn = position.flushed
       samples.push({ lsn: primaryLsn, at: sampledAt })
       if (samples.length > SAMPLES) samples.shift()
       if (awaitSample) {
-        raise(primaryLsn)
+        raise(position.committed)
         awaitSample = false
       }
     } catch {
@@ -308,10 +349,9 @@ export function createReadRouting({
     reader,
     changed() {
       pending++
-      primaryPool
-        .query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')
+      primaryPosition()
         .then(
-          ({ rows }) => raise(parseLsn(rows[0]!.lsn)),
+          (position) => raise(position.committed),
           () => {
             awaitSample = true
           },

@@ -71,7 +71,6 @@ wal_level = replica
 max_wal_senders = 4
 hot_standby = on
 fsync = off
-synchronous_commit = off
 full_page_writes = off
 log_statement = 'all'
 log_line_prefix = '%a|'
