@@ -76,7 +76,16 @@ export function createApp({
   documents.trust(restRoutes.map((r) => r.document))
 
   let draining = false
-  const tail = longTailRoutes({ config, db, clock, limits, webhooks, onDataChanged: services.dataChanged, draining: () => draining })
+  const tail = longTailRoutes({
+    config,
+    db,
+    clock,
+    limits,
+    webhooks,
+    onDataChanged: services.dataChanged,
+    replicas: services.replicas.status,
+    draining: () => draining,
+  })
 
   // The pipeline's routes, in order: the first that matches answers.
   const graphql = graphqlStep({ config, yoga, cache, classOf, documents, freshness, streams, admitted })

@@ -127,6 +127,30 @@ const env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./.data'),
   DATABASE_URL: url(['postgres:', 'postgresql:']),
+  // Read replicas (docs/operations.md "Read replicas"; decisions §16).
+  DATABASE_REPLICA_URLS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const urls = commaList(v)
+      const bad = urls.filter((u) => {
+        try {
+          return !['postgres:', 'postgresql:'].includes(new URL(u).protocol)
+        } catch {
+          return true
+        }
+      })
+      if (bad.length > 0) {
+        // Only the position: a URL may carry a password.
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be comma-separated URLs starting with postgres:// or postgresql:// (item ${urls.indexOf(bad[0]!) + 1} is not)`,
+        })
+        return z.NEVER
+      }
+      return urls
+    }),
+  REPLICA_MAX_LAG_MS: int(5000, 100, 3_600_000),
   SEED_DEMO: optionalBool,
   ADMIN_TOKEN: secret,
   INTERNAL_TOKEN: secret,
@@ -253,6 +277,11 @@ export interface Config {
   host: string
   /** `embedded` = PGlite under dataDir; `postgres` = DATABASE_URL. */
   storage: { mode: 'embedded'; dataDir: string } | { mode: 'postgres'; url: string }
+  /**
+   * Streaming replicas of DATABASE_URL (src/db/replicas.ts): public and wallet reads go to them, round
+   * robin, while one has replayed within `maxLagMs` of the primary; empty: every read on the primary.
+   */
+  replicas: { urls: string[]; maxLagMs: number }
   seedDemo: boolean
   adminToken: string | undefined
   internalToken: string | undefined
@@ -380,6 +409,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const e = parsed.data
   const embedded = e.DATABASE_URL === undefined
   const graphiql = e.GRAPHIQL ?? e.NODE_ENV !== 'production'
+  if (embedded && e.DATABASE_REPLICA_URLS.length > 0) {
+    throw new ConfigError(['DATABASE_REPLICA_URLS: replicas need DATABASE_URL (the primary); the embedded database has none'])
+  }
   if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
     throw new ConfigError(['AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both'])
   }
@@ -393,6 +425,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     port: e.PORT,
     host: e.HOST,
     storage: embedded ? { mode: 'embedded', dataDir: e.DATA_DIR } : { mode: 'postgres', url: e.DATABASE_URL! },
+    replicas: { urls: e.DATABASE_REPLICA_URLS, maxLagMs: e.REPLICA_MAX_LAG_MS },
     seedDemo: e.SEED_DEMO ?? embedded,
     adminToken: e.ADMIN_TOKEN,
     internalToken: e.INTERNAL_TOKEN,

@@ -4,12 +4,13 @@ import { logger, useLogLevel } from './core/log.js'
 import { cacheLookups, observeDataAge, observePool, useRequestTimeout } from './core/metrics.js'
 import { createRateLimits } from './core/rate-limit.js'
 import { type Database, observeSql } from './db/client.js'
+import { createReadRouting } from './db/replicas.js'
 import { createFreshness } from './freshness/status.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { DocumentStore } from './graphql/documents.js'
 import { createGatewayYoga } from './graphql/yoga.js'
 import { ResponseCache } from './http/response-cache.js'
-import { watchDataChanges } from './importer/changes.js'
+import { DATA_CHANGED_CHANNEL, watchDataChanges } from './importer/changes.js'
 import { flushUsageThrough } from './keys/store.js'
 import { createUsageRecorder, pruneUsage } from './keys/usage.js'
 import { createApiKeyVerifier } from './keys/verifier.js'
@@ -44,6 +45,26 @@ export function createServices({
   useLogLevel(config.logLevel)
   // GRAPHQL_DOCUMENTS_FILE, read once, first: a file that cannot serve stops the start (ConfigError) before anything opens.
   const documents = DocumentStore.fromConfig(config.graphql)
+  // Read replicas (src/db/replicas.ts): public and wallet reads ask `reads.reader()` for their client.
+  // Told of every change first (its handler is the channel's first), so no reader that a change
+  // wakes (the response cache refilling, a subscription event) reads a replica that lacks it.
+  const reads = createReadRouting({ primary: db, config })
+  const stopReadYourWrites =
+    config.replicas.urls.length > 0 && db.pool
+      ? (() => {
+          const off = db.changes.on(DATA_CHANGED_CHANNEL, () => reads.changed())
+          // Notifications sent while the feed was away are lost: any change may have happened.
+          let wasLive = db.changes.live
+          const offLive = db.changes.onLive((live) => {
+            if (live && !wasLive) reads.changed()
+            wasLive = live
+          })
+          return () => {
+            off()
+            offLive()
+          }
+        })()
+      : () => {}
   // Rate-limit counters (in Redis when REDIS_URL is set).
   const limits = createRateLimits(config)
   // Verifications leave usage counts and last-use times in memory, written every API_KEY_USAGE_FLUSH_MS.
@@ -83,7 +104,7 @@ export function createServices({
     )
     return dataAsOf === null ? null : (clock().getTime() - dataAsOf.getTime()) / 1000
   })
-  const yoga = createGatewayYoga({ config, db: db.prisma, clock, limits, examples, live, freshness, documents })
+  const yoga = createGatewayYoga({ config, db: db.prisma, reads: reads.reader, clock, limits, examples, live, freshness, documents })
 
   // Off until the change feed listens: an import elsewhere must never leave stale answers here.
   const responseCache = new ResponseCache(config.responseCache.ttlMs, config.responseCache.maxBytes, Date.now, config.responseCache.staleMs)
@@ -94,6 +115,7 @@ export function createServices({
       : { ready: Promise.resolve(), stop: async () => {} }
   /** This process' own imports (admin, chain source): their NOTIFY comes back too, but later. */
   const dataChanged = () => {
+    reads.changed()
     responseCache.clear()
     freshness.invalidate()
   }
@@ -149,6 +171,8 @@ export function createServices({
     webhookWorker,
     sourceFollower,
     sourcesStatus: () => sourcesStatus(db.prisma, chainSources),
+    /** The read replicas' states (/readyz); `ready`: their first health poll is done (reads go to the primary until then). */
+    replicas: { status: reads.status, ready: reads.ready },
     ready: Promise.all([verifier.ready, dataFeed.ready, db.changes.ready]).then(() => {}),
     /** Stops background work, after the webhook deliveries in flight are recorded (not the database: its owner closes it). */
     close: async () => {
@@ -159,7 +183,8 @@ export function createServices({
       limits.close()
       clearInterval(retention)
       stopDataAge()
-      await Promise.all([verifier.close(), dataFeed.stop(), freshness.stop()])
+      stopReadYourWrites()
+      await Promise.all([verifier.close(), dataFeed.stop(), freshness.stop(), reads.close()])
       // After the verifier: no verification can add to the batch once it is written.
       await usage.close()
     },

@@ -18,6 +18,22 @@ describe('configuration', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://db/vg', SEED_DEMO: 'true' }).seedDemo).toBe(true)
   })
 
+  it('reads DATABASE_REPLICA_URLS as a list of PostgreSQL URLs beside DATABASE_URL, never echoing a bad one (it may hold a password)', () => {
+    const c = loadConfig({
+      DATABASE_URL: 'postgresql://u@db:5432/vg',
+      DATABASE_REPLICA_URLS: 'postgresql://u:pw@r1/vg, postgres://r2:5433/vg',
+      REPLICA_MAX_LAG_MS: '2000',
+    })
+    expect(c.replicas).toEqual({ urls: ['postgresql://u:pw@r1/vg', 'postgres://r2:5433/vg'], maxLagMs: 2000 })
+    expect(loadConfig({ DATABASE_URL: 'postgresql://db/vg' }).replicas).toEqual({ urls: [], maxLagMs: 5000 })
+    expect(() => loadConfig({ DATABASE_URL: 'postgresql://db/vg', DATABASE_REPLICA_URLS: 'postgresql://r1/vg,mysql://u:secret@r2/vg' })).toThrow(
+      'Invalid configuration:\n  DATABASE_REPLICA_URLS: must be comma-separated URLs starting with postgres:// or postgresql:// (item 2 is not)',
+    )
+    expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'postgresql://r1/vg' })).toThrow(
+      'Invalid configuration:\n  DATABASE_REPLICA_URLS: replicas need DATABASE_URL (the primary); the embedded database has none',
+    )
+  })
+
   it('normalises the ALLOWLIST to unique lowercase addresses', () => {
     const c = loadConfig({ ALLOWLIST: ' 0xABCDEF0000000000000000000000000000000001,0xabcdef0000000000000000000000000000000001 ,' })
     expect(c.allowlist).toEqual(['0xabcdef0000000000000000000000000000000001'])

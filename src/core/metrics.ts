@@ -247,3 +247,41 @@ export const subscriptionsRefused = new Counter({
   labelNames: ['reason'],
   registers: [registry],
 })
+
+/** What the replica gauges read at scrape time (src/db/replicas.ts); unset without replicas. */
+let replicaSource: (() => { name: string; usable: boolean; lagSeconds: number | null }[]) | undefined
+
+// Read replicas (docs/operations.md "Read replicas"): per replica, whether reads may go to it and
+// how far behind the primary its data may be.
+new Gauge({
+  name: 'vaultgate_db_replica_up',
+  help: '1 while reads may go to the replica (it answers, within REPLICA_MAX_LAG_MS); 0 while it is skipped (down or lagging).',
+  labelNames: ['replica'] as const,
+  registers: [registry],
+  collect() {
+    this.reset()
+    for (const r of replicaSource?.() ?? []) this.set({ replica: r.name }, r.usable ? 1 : 0)
+  },
+})
+new Gauge({
+  name: 'vaultgate_db_replica_lag_seconds',
+  help: "How far behind the primary the replica's data may be, at the last health poll (+Inf before it answers one).",
+  labelNames: ['replica'] as const,
+  registers: [registry],
+  collect() {
+    this.reset()
+    for (const r of replicaSource?.() ?? []) this.set({ replica: r.name }, r.lagSeconds ?? Number.POSITIVE_INFINITY)
+  },
+})
+
+/** Public and wallet reads by where they went: `replica`, `primary` (no replica usable, or read your writes), `primary_retry` (a statement a replica failed, run again on the primary). */
+export const replicaReads = new Counter({
+  name: 'vaultgate_db_reads_total',
+  help: 'Public and wallet reads with DATABASE_REPLICA_URLS set, by target: replica, primary (none usable, or read your writes), primary_retry (a statement a replica failed).',
+  labelNames: ['target'] as const,
+  registers: [registry],
+})
+
+export function observeReplicas(source: typeof replicaSource) {
+  replicaSource = source
+}

@@ -126,7 +126,7 @@ export function observeSql(onSlow: (sql: string, ms: number) => void, slowMs: nu
 }
 
 /** The factory the Prisma client uses: every connection and transaction reports its statements. */
-function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMigrationAwareDriverAdapterFactory {
+export function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMigrationAwareDriverAdapterFactory {
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
@@ -146,7 +146,7 @@ function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory): SqlMig
  * (`query_timeout`, Config.pool.queryTimeoutMs, after which the connection is dropped) and TCP
  * keep-alive finds dead peers under idle pooled connections.
  */
-export function createPool(url: string, pool: Config['pool']): pg.Pool {
+export function createPool(url: string, pool: Config['pool'], applicationName = 'vaultgate'): pg.Pool {
   return new pg.Pool({
     connectionString: url,
     max: pool.max,
@@ -155,7 +155,7 @@ export function createPool(url: string, pool: Config['pool']): pg.Pool {
     statement_timeout: pool.statementTimeoutMs || undefined,
     query_timeout: pool.queryTimeoutMs,
     keepAlive: true,
-    application_name: 'vaultgate',
+    application_name: applicationName,
     // No JIT: every statement here is a few index probes, but the planner's default row estimates
     // for set-returning functions (jsonb_array_elements_text: 100, generate_series: 1000) push the
     // series statements past jit_above_cost, and compiling them took 1.2-1.5 s on PostgreSQL 15 for
@@ -184,6 +184,11 @@ export function statementNames(): (query: SqlQuery) => string {
   }
 }
 
+/** The Prisma driver adapter over a pool (the primary's, a replica's), with the pool settings' prepared statements. */
+export function postgresAdapter(pool: pg.Pool, settings: Config['pool']): SqlMigrationAwareDriverAdapterFactory {
+  return new PostgresAdapterFactory(pool, settings.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
+}
+
 /** `pglite`: an already created PGlite to use in embedded mode (tests start from a migrated snapshot). */
 export async function openDatabase(
   config: Pick<Config, 'storage' | 'pool'> & Partial<Pick<Config, 'embeddedSharedBuffersMb'>>,
@@ -194,7 +199,7 @@ export async function openDatabase(
     const pool = createPool(config.storage.url, config.pool)
     // An idle client that dies (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    const factory = new PostgresAdapterFactory(pool, config.pool.preparedStatements !== false ? { statementNameGenerator: statementNames() } : {})
+    const factory = postgresAdapter(pool, config.pool)
     driver = { mode: 'postgres', factory, pool, end: () => pool.end() }
   } else {
     const dir = config.storage.dataDir

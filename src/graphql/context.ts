@@ -12,12 +12,16 @@ import { createLoaders, type LoaderSettings, type Loaders } from './loaders.js'
 
 /** Request-scoped state, and the process-wide services resolvers reach (the database client). */
 export interface Context {
-  /** The database client (src/db/client.ts openDatabase): every resolver, loader and store call reads through it. */
-  readonly db: Db
+  /**
+   * The database client every resolver, loader and store call of this operation reads through: for
+   * a public or wallet read, the one src/db/replicas.ts `reader()` picked (a replica or the
+   * primary; picked again for each subscription event), else the primary (src/graphql/yoga.ts).
+   */
+  db: Db
   request: Request
   requestId: string
   /** Lazily built per request; never shared across requests. */
-  readonly loaders: Loaders
+  loaders: Loaders
   now: Date
   /** Settings resolvers' rules read (SPIKE_PCT). */
   settings: LoaderSettings
@@ -29,7 +33,11 @@ export interface Context {
   readonly signal: AbortSignal
   /** The instance's subscription fan-out (src/live/hub.ts); absent where nothing subscribes (the REST shim's tests). */
   live?: LiveHub
-  /** A subscription event is about to be resolved: new loaders and a new `now` (an event is answered as of its own time). */
+  /**
+   * A subscription event is about to be resolved: new loaders, a new `now` (an event is answered as
+   * of its own time) and the read client picked again (read your writes: the change may not be on
+   * every replica yet).
+   */
   fresh(): void
   /**
    * The gateway-wide freshness times (decisions §10, GraphQL `meta`); the answer's Data-As-Of is
@@ -64,7 +72,8 @@ const notConfigured = () => Promise.reject(new AppError('unavailable', 'Key mana
 
 /** The one context factory, used by GraphQL and the REST shim alike. */
 export function createContext({
-  db,
+  db: primary,
+  reads,
   request,
   requestId,
   deadline,
@@ -77,7 +86,10 @@ export function createContext({
   freshness,
   client,
 }: RequestScope & {
+  /** The primary's client. */
   db: Db
+  /** Where this operation's reads go, asked once per request and per subscription event (src/db/replicas.ts `reader`); absent: `db`. */
+  reads?: () => Db
   request: Request
   now?: Date
   clock?: Clock
@@ -87,15 +99,25 @@ export function createContext({
   live?: LiveHub
   freshness?: Freshness
 }): Context {
+  const route = reads ?? (() => primary)
+  let db = route()
   let loaders: Loaders | undefined
   let viewer: Promise<Viewer> | undefined
   let use: Promise<DataUse> | undefined
   const reading = () => (use ??= data ? Promise.resolve(data) : Promise.resolve(freshness?.current() ?? NO_TIMES).then((times) => new DataUse(times)))
   return {
-    db,
+    // Accessors with setters: Yoga copies the context's properties into its own object (getters'
+    // values, once), so fresh() assigns through `this`, which works on either object.
+    get db() {
+      return db
+    },
+    set db(value) {
+      db = value
+    },
     live,
     fresh() {
-      loaders = undefined
+      this.db = route()
+      this.loaders = createLoaders(this.db, settings)
       this.now = clock()
     },
     request,
@@ -103,6 +125,9 @@ export function createContext({
     get loaders() {
       loaders ??= createLoaders(db, settings)
       return loaders
+    },
+    set loaders(value) {
+      loaders = value
     },
     now: now ?? clock(),
     settings,

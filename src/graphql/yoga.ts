@@ -18,6 +18,7 @@ import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
 import { schema } from './schema/index.js'
+import { operationClassifier, type OperationClass } from './public-operations.js'
 import { useEventStreamHeartbeat } from './sse.js'
 import { useSharedSubscriptions } from './shared-subscriptions.js'
 import type { LiveHub } from '../live/hub.js'
@@ -32,6 +33,7 @@ export type Yoga = YogaServerInstance<RequestScope, Context>
 export function createGatewayYoga({
   config,
   db,
+  reads,
   clock,
   limits,
   examples,
@@ -42,8 +44,10 @@ export function createGatewayYoga({
   config: Config
   /** The trusted documents and APQ registrations (src/graphql/documents.ts); none when absent. */
   documents?: DocumentStore
-  /** The database client resolvers read through (Context.db). */
+  /** The primary's client: writes, key management, wallet sessions. */
   db: Db
+  /** The client for one public or wallet read (src/db/replicas.ts `reader`); absent: `db`. */
+  reads?: () => Db
   /** How old the data is (decisions §10): GraphQL `meta`, and the `asOf` of wallet answers. */
   freshness?: Freshness
   clock: Clock
@@ -54,13 +58,15 @@ export function createGatewayYoga({
   examples?: ExampleIds | Promise<ExampleIds | undefined>
 }): Yoga {
   const session = createSessionAuth(config.auth, clock)
+  const classOf = operationClassifier(schema)
   return createYoga<RequestScope, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    context: ({ request, requestId, deadline, data, client }) =>
+    context: ({ request, requestId, deadline, data, client, params }) =>
       guardKeyManagement(
         createContext({
           db,
+          reads: reads && readsMayUseReplica(classOf(params.query ?? '', params.operationName ?? undefined)) ? reads : undefined,
           request,
           requestId,
           deadline,
@@ -107,4 +113,14 @@ export function createGatewayYoga({
       useSharedSubscriptions(),
     ],
   })
+}
+
+/**
+ * Which operations may read from a replica (docs/operations.md "Read replicas"): queries and
+ * subscriptions of public and wallet data. Key management reads and writes its keys on the primary
+ * (a key just created must be seen at once), and so does anything not known to be a read (a
+ * mutation, a document that does not parse).
+ */
+export function readsMayUseReplica(kind: OperationClass): boolean {
+  return (kind.read || kind.subscription === true) && !kind.keyManagement
 }

@@ -174,13 +174,39 @@ export const httpOperations: OperationDoc[] = [
     path: '/readyz',
     operationId: 'readiness',
     summary: 'Readiness',
-    description: 'The database answers and the migrations are applied; 503 `unavailable` otherwise.',
+    description:
+      "The database answers and the migrations are applied; 503 `unavailable` otherwise. With DATABASE_REPLICA_URLS, each read replica's state (a lagging or failed replica never makes the gateway unready while the primary serves).",
     tags: ['Operations'],
     errors: [],
     responses: {
       200: {
         description: 'Ready to serve.',
-        schema: component('Readiness', envelope(z.object({ storage: z.enum(['embedded', 'postgres']), migrations: z.literal('applied') }))),
+        schema: component(
+          'Readiness',
+          envelope(
+            z.object({
+              storage: z.enum(['embedded', 'postgres']),
+              migrations: z.literal('applied'),
+              replicas: z
+                .array(
+                  z.object({
+                    name: z.string().describe('host:port of the replica.'),
+                    state: z.enum(['up', 'lagging', 'down']).describe('up: reads go to it; lagging: behind by more than REPLICA_MAX_LAG_MS; down: it failed.'),
+                    lag_ms: z
+                      .number()
+                      .int()
+                      .nullable()
+                      .describe('How far behind the primary its data may be (0: it had replayed all the primary had); null before it answered a poll.'),
+                    replay_lsn: z.string().nullable().describe('pg_last_wal_replay_lsn() at the last poll.'),
+                    last_replay_at_ms: z.number().int().nullable().describe('Commit time of the last transaction it replayed (Unix ms).'),
+                    error: z.string().optional().describe('Why it is down.'),
+                  }),
+                )
+                .optional()
+                .describe('Only with DATABASE_REPLICA_URLS.'),
+            }),
+          ),
+        ),
       },
     },
   },

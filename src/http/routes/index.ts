@@ -5,6 +5,7 @@ import { AppError, quoted } from '../../core/errors.js'
 import { registry } from '../../core/metrics.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { Database } from '../../db/client.js'
+import type { ReplicaStatus } from '../../db/replicas.js'
 import type { WebhookService } from '../../webhooks/service.js'
 import type { AppEnv } from '../env.js'
 import { answerError, errorResponse } from '../errors.js'
@@ -30,6 +31,7 @@ export function longTailRoutes({
   limits,
   webhooks,
   onDataChanged,
+  replicas = () => [],
   draining,
 }: {
   config: Config
@@ -38,6 +40,8 @@ export function longTailRoutes({
   limits: RateLimits
   webhooks: WebhookService
   onDataChanged: () => void
+  /** The read replicas' states (DATABASE_REPLICA_URLS): shown, never failing readiness while the primary serves. */
+  replicas?: () => ReplicaStatus[]
   /** True once the process is shutting down: /readyz answers 503. */
   draining: () => boolean
 }): Hono<AppEnv> {
@@ -58,7 +62,12 @@ export function longTailRoutes({
   app.get('/readyz', async (c) => {
     if (draining()) return errorResponse(c, new AppError('unavailable', 'The gateway is shutting down.'))
     await db.ping()
-    return c.json({ status: 'ok', data: { storage: db.mode, migrations: 'applied' }, server_time_ms: Date.now() })
+    const states = replicas()
+    return c.json({
+      status: 'ok',
+      data: { storage: db.mode, migrations: 'applied', ...(states.length > 0 ? { replicas: states } : {}) },
+      server_time_ms: Date.now(),
+    })
   })
   app.route('/admin', adminRoutes(config, { db: db.prisma, clock, onDataChanged, webhooks, limits }))
   app.route('/internal', internalRoutes(config, limits))
