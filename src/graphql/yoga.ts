@@ -66,7 +66,7 @@ export function createGatewayYoga({
       guardKeyManagement(
         createContext({
           db,
-          reads: reads && readsMayUseReplica(classOf(params.query ?? '', params.operationName ?? undefined)) ? reads : undefined,
+          reads: reads && readsMayUseReplica(classOf(params?.query ?? '', params?.operationName ?? undefined)) ? reads : undefined,
           request,
           requestId,
           deadline,
