@@ -70,7 +70,8 @@ export function createApp({
   const services = createServices({ config, db, clock, examples, chainSources })
   const { limits, verifier, yoga, responseCache: cache, freshness, webhooks, documents } = services
   const streams = eventStreams(config.subscriptions)
-  const websockets = graphqlWebSockets({ config, yoga, streams, limits })
+  // Its refusals are answers of the pipeline (made below): `refuse` is bound once it exists.
+  const websockets = graphqlWebSockets({ config, yoga, streams, limits, refuse: (req, socket, error) => pipeline.refuse(req, socket, error) })
   const classOf = operationClassifier(schema)
   // The REST shim's fixed documents are trusted documents of their own (decisions §15).
   documents.trust(restRoutes.map((r) => r.document))

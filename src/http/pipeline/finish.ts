@@ -36,14 +36,17 @@ function policyOf(cors: Config['cors'], path: string, origin: string | undefined
   return policy
 }
 
-/** The error answer in the shape of the route: a GraphQL response on /graphql, the standard body elsewhere. */
-export function errorAnswer(x: Exchange, error: unknown): Answer {
+/**
+ * The error answer in the shape of the route: a GraphQL response on /graphql, the standard body
+ * elsewhere (`shape` says otherwise: an upgrade refused on /graphql is no GraphQL exchange).
+ */
+export function errorAnswer(x: Exchange, error: unknown, shape: 'graphql' | 'standard' = x.path === '/graphql' ? 'graphql' : 'standard'): Answer {
   const clientGone = x.deadline?.clientGone || x.client.aborted
   const { app, headers: own } = clientError(error, { requestId: x.requestId, path: x.path, clientGone })
   const headers: Headers = {}
   for (const name in own) headers[name.toLowerCase()] = own[name]!
   headers['content-type'] = 'application/json'
-  if (x.path === '/graphql') {
+  if (shape === 'graphql') {
     // Refused before its operation was known (a body over the limit): answered as key management would be.
     x.keyManagement ??= true
     headers['cache-control'] = 'no-store'

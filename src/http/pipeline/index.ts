@@ -1,4 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { type IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { Config } from '../../config.js'
 import { Deadline } from '../../core/deadlines.js'
 import { AppError } from '../../core/errors.js'
@@ -34,6 +36,11 @@ export interface Pipeline {
   fetch(request: Request, env?: unknown): Promise<Response>
   /** The node:http request listener (src/server.ts). */
   listener(req: IncomingMessage, res: ServerResponse): void
+  /**
+   * Answers `error` to an upgrade not taken (src/http/pipeline/websocket.ts), on its socket, through
+   * `finish` like any answer, then closes the connection.
+   */
+  refuse(req: IncomingMessage, socket: Duplex, error: unknown): void
 }
 
 /** Paths under the public API's admission rules (body bound, per-IP count, deadline). */
@@ -138,6 +145,21 @@ export function createPipeline({
             if (!res.destroyed) logger.warn({ err }, 'writing an answer failed')
             res.destroy()
           })
+      },
+      refuse: (req, socket, error) => {
+        // node:http hands an upgrade its bare socket: a response is made for it, as for any request.
+        const res = new ServerResponse(req)
+        res.assignSocket(socket as Socket)
+        res.once('finish', () => socket.end())
+        const x = fromNode(req, res)
+        if (x.path === '/graphql') x.route = '/graphql'
+        // The standard error body: a WebSocket client is no GraphQL-over-HTTP client.
+        finish(x, errorAnswer(x, error, 'standard'))
+          .then((answer) => {
+            answer.headers.connection = 'close'
+            return writeAnswer(res, answer)
+          })
+          .catch(() => socket.destroy())
       },
     },
   }

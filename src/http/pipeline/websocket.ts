@@ -6,7 +6,7 @@ import { CloseCode, type Context as WsContext, GRAPHQL_TRANSPORT_WS_PROTOCOL, ha
 import { createGraphQLError } from 'graphql-yoga'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Config } from '../../config.js'
-import { AppError, asAppError, badRequest, errorBody, isGraphQLError, quoted } from '../../core/errors.js'
+import { AppError, asAppError, badRequest, isGraphQLError, quoted } from '../../core/errors.js'
 import { logger } from '../../core/log.js'
 import type { RateLimits } from '../../core/rate-limit.js'
 import type { Context } from '../../graphql/context.js'
@@ -80,18 +80,6 @@ type Ctx = WsContext<Record<string, unknown> | undefined, Extra>
 /** The reason of a close frame: the sentence when it fits, else the protocol's word for it. */
 const reasonOf = (message: string, fallback: string) => (Buffer.byteLength(message) <= MAX_REASON_BYTES ? message : fallback)
 
-/** An HTTP answer written on the socket of an upgrade not taken (the standard error body). */
-function refuseUpgrade(socket: Duplex, status: number, reason: string, error: AppError, headers: Record<string, string> = {}) {
-  const body = JSON.stringify(errorBody(error.code, error.message))
-  const extra = Object.entries(headers)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join('')
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n${extra}Connection: close\r\n\r\n${body}`,
-  )
-}
-
 /**
  * Errors as graphql-ws sends them: masked, without HTTP hints, and made by Yoga's copy of graphql
  * (graphql-ws checks `instanceof GraphQLError`; graphql 16 ships two builds, and a runner may load both).
@@ -109,11 +97,14 @@ export function graphqlWebSockets({
   yoga,
   streams,
   limits,
+  refuse,
 }: {
   config: Pick<Config, 'trustProxyHops' | 'ipv6Prefix' | 'requests' | 'subscriptions' | 'cors'>
   yoga: Yoga
   streams: EventStreams
   limits: RateLimits
+  /** An upgrade not taken: its error answered through the pipeline's `finish` (src/http/pipeline/index.ts). */
+  refuse: (req: IncomingMessage, socket: Duplex, error: AppError) => void
 }): GraphqlWebSockets {
   // A subscribe message is the body of a request: REQUEST_BODY_LIMIT_BYTES bounds it (1009 beyond).
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.requests.bodyLimitBytes, perMessageDeflate: false, handleProtocols })
@@ -258,16 +249,11 @@ export function graphqlWebSockets({
       socket.on('error', () => {})
       if (!isGraphqlWebSocket(req)) {
         // node:http versions without shouldUpgradeCallback hand every upgrade here.
-        refuseUpgrade(socket, 400, 'Bad Request', badRequest(WEBSOCKET_REFUSAL))
+        refuse(req, socket, badRequest(WEBSOCKET_REFUSAL))
         return
       }
       if (closed) {
-        refuseUpgrade(
-          socket,
-          503,
-          'Service Unavailable',
-          new AppError('unavailable', 'The gateway is shutting down; subscribe again (another instance will answer).'),
-        )
+        refuse(req, socket, new AppError('unavailable', 'The gateway is shutting down; subscribe again (another instance will answer).'))
         return
       }
       const forwarded = req.headers['x-forwarded-for']
@@ -276,10 +262,9 @@ export function graphqlWebSockets({
       const origin = req.headers.origin
       const allowed = config.cors.public
       if (origin !== undefined && allowed !== '*' && !allowed.includes(origin) && origin.replace(/^https?:\/\//, '') !== req.headers.host) {
-        refuseUpgrade(
+        refuse(
+          req,
           socket,
-          403,
-          'Forbidden',
           new AppError('unauthorized', `WebSocket connections from the web origin ${quoted(origin)} are not allowed (CORS_ORIGINS).`, { status: 403 }),
         )
         return
@@ -303,9 +288,7 @@ export function graphqlWebSockets({
           wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req, connection))
         },
         (e: unknown) => {
-          const error = asAppError(e) ?? new AppError('unavailable', 'The request could not be counted; try again shortly.')
-          const [status, reason] = error.code === 'rate_limited' ? [429, 'Too Many Requests'] : [503, 'Service Unavailable']
-          refuseUpgrade(socket, status, reason, error, (error.extensions.http as { headers?: Record<string, string> } | undefined)?.headers)
+          refuse(req, socket, asAppError(e) ?? new AppError('unavailable', 'The request could not be counted; try again shortly.'))
         },
       )
     },
