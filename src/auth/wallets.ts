@@ -1,7 +1,7 @@
 import { AppError } from '../core/errors.js'
 import { normalizeAddress } from '../wallets/address.js'
+import { isJsonObject } from '../core/formats.js'
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const evm = normalizeAddress
 
 /** Privy puts `linked_accounts` in its identity token as a JSON string; other issuers as an array. */
@@ -29,12 +29,12 @@ function arrayClaim(value: unknown): unknown[] {
 export function walletsFromClaims(payload: Record<string, unknown>): string[] {
   const found: (string | undefined)[] = []
   for (const c of arrayClaim(payload.verified_credentials)) {
-    if (isObject(c) && c.format === 'blockchain' && c.chain === 'eip155') found.push(evm(c.address))
+    if (isJsonObject(c) && c.format === 'blockchain' && c.chain === 'eip155') found.push(evm(c.address))
   }
   for (const a of arrayClaim(payload.linked_accounts)) {
-    if (isObject(a) && a.type === 'wallet' && a.chain_type === 'ethereum') found.push(evm(a.address))
+    if (isJsonObject(a) && a.type === 'wallet' && a.chain_type === 'ethereum') found.push(evm(a.address))
   }
-  for (const w of arrayClaim(payload.wallets)) found.push(isObject(w) ? evm(w.address) : evm(w))
+  for (const w of arrayClaim(payload.wallets)) found.push(isJsonObject(w) ? evm(w.address) : evm(w))
   return [...new Set(found.filter((a): a is string => a !== undefined))]
 }
 

@@ -22,3 +22,6 @@ export const commaList = (text: string | null | undefined): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
+
+/** A JSON object: not null, not an array (bodies, sources files and token claims are read through it). */
+export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)

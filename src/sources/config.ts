@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { z } from 'zod'
 import { consistencyIssues, formatPath, type ImportVault, type Issue, importShapes, zodIssues } from '../importer/document.js'
 import { normalizeAddress } from '../wallets/address.js'
+import { isJsonObject } from '../core/formats.js'
 
 // VAULT_SOURCES_FILE (decisions §12): the chains to follow and the vaults on them. The vault
 // metadata that is not on chain (name, fees, constraints, icons, …) is checked by the importer's
@@ -180,8 +181,6 @@ const importVaultSchema = z.strictObject(importShapes.vaults)
 /** The importer's sentences for zod's issues, at `prefix` in this file. */
 const issuesAt = (prefix: readonly PropertyKey[], error: z.ZodError): Issue[] => zodIssues(error).map((i) => ({ ...i, path: [...prefix, ...i.path] }))
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-
 const PLACEHOLDER_ADDRESS = `0x${'0'.repeat(40)}`
 
 /**
@@ -237,7 +236,7 @@ export function parseSourcesConfig(input: unknown, where?: string): SourcesConfi
   const importerIssues: Issue[] = []
   const seenAddress = new Map<string, number>()
   doc.data.vaults.forEach((raw, i) => {
-    if (!isObject(raw)) {
+    if (!isJsonObject(raw)) {
       issues.push({ path: ['vaults', i], message: 'must be an object' })
       sources.push(undefined)
       vaults.push(undefined)

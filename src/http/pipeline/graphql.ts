@@ -18,6 +18,7 @@ import { type Answer, answerOf, type BodyAnswer, isStream } from './answer.js'
 import type { Exchange } from './exchange.js'
 import { publicAnswer } from './public-answer.js'
 import { type EventStreams, type Place, wantsEventStream } from './streams.js'
+import { isJsonObject } from '../../core/formats.js'
 
 // /graphql (GET and POST), one handler (docs/adr/0005-one-pipeline.md): the body is read and
 // parsed once, the operation classified once (public, key management, read, subscription:
@@ -57,15 +58,14 @@ class Captured {
 }
 const CAPTURE = { Response: Captured } as unknown as Parameters<typeof processRegularResult>[1]
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const optional = (v: unknown, kind: 'string' | 'object') => v === undefined || v === null || (kind === 'string' ? typeof v === 'string' : isObject(v))
+const optional = (v: unknown, kind: 'string' | 'object') => v === undefined || v === null || (kind === 'string' ? typeof v === 'string' : isJsonObject(v))
 
 /**
  * Params Yoga takes without a complaint (its useCheckGraphQLQueryParams, after the trusted
  * documents' plugin: a query, or an id naming one); any other body is Yoga's to refuse.
  */
 function plainParams(body: unknown): body is Params {
-  if (!isObject(body) || (typeof body.query !== 'string' && !namesDocument(body))) return false
+  if (!isJsonObject(body) || (typeof body.query !== 'string' && !namesDocument(body))) return false
   for (const key in body) if (!PARAM_NAMES.has(key)) return false
   return (
     optional(body.query, 'string') &&
@@ -308,7 +308,7 @@ export function graphqlStep({ config, yoga, cache, classOf, documents, freshness
       return viaYoga(x, undefined)
     }
     if (!plainParams(params)) {
-      const { query, operationName } = (isObject(params) ? params : {}) as { query?: unknown; operationName?: unknown }
+      const { query, operationName } = (isJsonObject(params) ? params : {}) as { query?: unknown; operationName?: unknown }
       // Yoga refuses it in its own words; what it would select decides the header policy.
       if (typeof query === 'string') x.keyManagement = classOf(query, typeof operationName === 'string' ? operationName : undefined).keyManagement
       return viaYoga(x, undefined)
@@ -350,7 +350,7 @@ export function graphqlStep({ config, yoga, cache, classOf, documents, freshness
       } catch {
         throw new AppError('bad_request', `The ${name} parameter must be a JSON object.`)
       }
-      if (!isObject(parsed)) throw new AppError('bad_request', `The ${name} parameter must be a JSON object.`)
+      if (!isJsonObject(parsed)) throw new AppError('bad_request', `The ${name} parameter must be a JSON object.`)
       return parsed
     }
     const params: Params = {
