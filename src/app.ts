@@ -5,7 +5,7 @@ import { systemClock, type Clock } from './core/clock.js'
 import type { Database } from './db/client.js'
 import type { ExampleIds } from './graphql/examples.js'
 import { operationClassifier } from './graphql/public-operations.js'
-import { schema } from './graphql/schema/index.js'
+import { servedSchema } from './graphql/schema/index.js'
 import { graphqlStep } from './http/pipeline/graphql.js'
 import { admitted, createPipeline } from './http/pipeline/index.js'
 import { longTailStep } from './http/pipeline/long-tail.js'
@@ -72,7 +72,7 @@ export function createApp({
   const streams = eventStreams(config.subscriptions)
   // Its refusals are answers of the pipeline (made below): `refuse` is bound once it exists.
   const websockets = graphqlWebSockets({ config, yoga, streams, limits, refuse: (req, socket, error) => pipeline.refuse(req, socket, error) })
-  const classOf = operationClassifier(schema)
+  const classOf = operationClassifier(servedSchema(config.graphql))
   // The REST shim's fixed documents are trusted documents of their own (decisions §15).
   documents.trust(restRoutes.map((r) => r.document))
 

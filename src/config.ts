@@ -221,6 +221,8 @@ const env = z.object({
     .optional()
     .transform((v) => (v === '' ? undefined : v)),
   GRAPHQL_TRUSTED_ONLY: optionalBool,
+  // Apollo Federation 2 subgraph (decisions §15, docs/graphql-clients.md "Federation").
+  GRAPHQL_FEDERATION: optionalBool,
   REQUEST_BODY_LIMIT_BYTES: int(100 * 1024, 1024, 64 * 1024 * 1024),
   REQUEST_TIMEOUT_MS: int(15_000, 100, 600_000),
   COMPRESS_MIN_BYTES: int(8192, 0, 1024 * 1024 * 1024),
@@ -361,6 +363,8 @@ export interface Config {
     documentsFile: string | undefined
     /** GRAPHQL_TRUSTED_ONLY: run only the documents of `documentsFile`; anything else is `persisted_query_only`. */
     trustedOnly: boolean
+    /** GRAPHQL_FEDERATION: serve the Apollo Federation 2 subgraph schema (`_service`, `_entities`; src/graphql/schema/index.ts). */
+    federation: boolean
   }
   /** Bytes of request body accepted on /graphql and /v1, and how long a request there may run. */
   requests: { bodyLimitBytes: number; timeoutMs: number }
@@ -479,6 +483,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxResponseBytes: e.GRAPHQL_MAX_RESPONSE_BYTES,
       documentsFile: e.GRAPHQL_DOCUMENTS_FILE,
       trustedOnly: e.GRAPHQL_TRUSTED_ONLY ?? false,
+      federation: e.GRAPHQL_FEDERATION ?? false,
     },
     requests: { bodyLimitBytes: e.REQUEST_BODY_LIMIT_BYTES, timeoutMs: e.REQUEST_TIMEOUT_MS },
     compressMinBytes: e.COMPRESS_MIN_BYTES,

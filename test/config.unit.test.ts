@@ -85,6 +85,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ GRAPHQL_DOCUMENTS_FILE: 'x.json', GRAPHQL_TRUSTED_ONLY: 'maybe' })).toThrow('GRAPHQL_TRUSTED_ONLY: must be true or false')
   })
 
+  it('serves the plain schema unless GRAPHQL_FEDERATION is true', () => {
+    expect(loadConfig({}).graphql.federation).toBe(false)
+    expect(loadConfig({ GRAPHQL_FEDERATION: 'true' }).graphql.federation).toBe(true)
+    expect(() => loadConfig({ GRAPHQL_FEDERATION: 'yes please' })).toThrow('GRAPHQL_FEDERATION: must be true or false')
+  })
+
   it('reads an empty setting as an unset one, for every setting', () => {
     const empty = Object.fromEntries(configVariables.map((name) => [name, '']))
     expect(loadConfig(empty)).toEqual(loadConfig({}))

@@ -1,4 +1,6 @@
 import SchemaBuilder from '@pothos/core'
+import DirectivesPlugin from '@pothos/plugin-directives'
+import FederationPlugin from '@pothos/plugin-federation'
 import PrismaPlugin from '@pothos/plugin-prisma'
 import RelayPlugin from '@pothos/plugin-relay'
 import type { Context } from './context.js'
@@ -19,7 +21,8 @@ export const builder = new SchemaBuilder<{
     Milliseconds: { Input: number; Output: number }
   }
 }>({
-  plugins: [PrismaPlugin, RelayPlugin],
+  // Federation last, as its docs ask; it changes nothing in toSchema(), only toSubGraphSchema() (src/graphql/schema/index.ts).
+  plugins: [PrismaPlugin, RelayPlugin, DirectivesPlugin, FederationPlugin],
   defaultFieldNullability: false,
   prisma: {
     // The client the context carries (Context.db), as every other resolver reads it.

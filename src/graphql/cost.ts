@@ -32,6 +32,13 @@ export const pageCost: CostMultiplier = (args) => {
   return typeof size === 'number' && Number.isFinite(size) ? Math.max(1, Math.min(size, PAGE_SIZE.max)) : PAGE_SIZE.default
 }
 
+/**
+ * Federation's `_entities(representations:)` (GRAPHQL_FEDERATION, src/graphql/schema/index.ts) is
+ * @apollo/subgraph's field, without our extensions: it loads one entity per representation, so a
+ * router's batch costs its length times the selection (GRAPHQL_MAX_COST bounds a batch as it bounds a page).
+ */
+const representationsCost: CostMultiplier = (args) => (Array.isArray(args.representations) ? args.representations.length : PAGE_SIZE.max)
+
 interface FieldDef {
   type: unknown
   args?: readonly { name: string; defaultValue?: unknown }[]
@@ -115,7 +122,7 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, var
     if (!def) return 1 // an unknown field: validation reports it
     const { name: typeName } = unwrap(def.type)
     const own = 1 + (node.selectionSet ? selectionCost(typeName, node.selectionSet, spread) : 0)
-    const multiplier = def.extensions?.cost
+    const multiplier = def.extensions?.cost ?? (name === '_entities' && parent === schema.getQueryType()?.name ? representationsCost : undefined)
     // A list without a multiplier of its own (a handful of allocations, a wallet's positions) counts once.
     return multiplier ? Math.max(1, multiplier(argumentsOf(node, def, variables))) * own : own
   }

@@ -17,7 +17,7 @@ import { renderGraphiQLShell } from './graphiql-page.js'
 import { useOperationMetrics } from './observability.js'
 import { protectionPlugins } from './protection.js'
 import { useGraphqlResponseRules } from './response-rules.js'
-import { schema } from './schema/index.js'
+import { servedSchema } from './schema/index.js'
 import { operationClassifier, type OperationClass } from './public-operations.js'
 import { useEventStreamHeartbeat } from './sse.js'
 import { useSharedSubscriptions } from './shared-subscriptions.js'
@@ -58,6 +58,7 @@ export function createGatewayYoga({
   examples?: ExampleIds | Promise<ExampleIds | undefined>
 }): Yoga {
   const session = createSessionAuth(config.auth, clock)
+  const schema = servedSchema(config.graphql)
   const classOf = operationClassifier(schema)
   return createYoga<RequestScope, Context>({
     schema,

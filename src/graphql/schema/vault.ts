@@ -219,3 +219,16 @@ builder.queryField('vaults', (t) =>
     },
   }),
 )
+
+// The Federation 2 entity (decisions §15): a supergraph's other subgraphs refer to a vault by its
+// id, and the router asks `_entities` for the rest. Only in the subgraph schema
+// (GRAPHQL_FEDERATION=true, src/graphql/schema/index.ts); `findUnique` calls of one tick are one
+// statement (Prisma batches them), so a list of representations costs one read.
+builder.asEntity(Vault, {
+  key: builder.selection<{ id: string }>('id'),
+  resolveReference: async (ref, ctx) => {
+    const vault = await ctx.db.vault.findUnique({ where: { id: ref.id } })
+    if (vault) await ctx.readData([vault.id])
+    return vault
+  },
+})
