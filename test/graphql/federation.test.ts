@@ -11,6 +11,7 @@ import { importDocument } from '../../src/importer/write.js'
 import { createHttpServer } from '../../src/server.js'
 import { createTestApp, type TestApp } from '../support/app.js'
 import { testBackend } from '../support/db.js'
+import { gatewayStorage, startGatewayProcess } from '../support/process.js'
 import { recordSql } from '../support/sql.js'
 import { vaultDoc } from '../support/wallet-data.js'
 
@@ -25,6 +26,17 @@ async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`
 }
+
+/** Representations a router would never send, and what each gets. */
+const BAD_REPRESENTATIONS = [
+  [[{ __typename: 'Nope', id: 'x' }], 'representations[0]: __typename must name an entity (Vault).'],
+  [[{ __typename: 'Vault', id: 'fed-a' }, { id: 'x' }], 'representations[1]: __typename must name an entity (Vault).'],
+  [['text'], 'representations[0]: __typename must name an entity (Vault).'],
+  [[{ __typename: 'Composition', id: 'x' }], 'representations[0]: __typename must name an entity (Vault).'],
+  [[{ __typename: 'toString', id: 'x' }], 'representations[0]: __typename must name an entity (Vault).'],
+  [[{ __typename: 'Vault' }], 'representations[0]: id must be a string.'],
+  [[{ __typename: 'Vault', id: 5 }], 'representations[0]: id must be a string.'],
+] as const
 
 function stop(server: Server) {
   server.closeAllConnections()
@@ -45,6 +57,29 @@ describe(`GraphQL federation off (${testBackend})`, () => {
     const entities = await t.graphql(ENTITIES, { r: [] })
     expect(entities.status).toBe(400)
     expect(entities.body.errors[0].message).toBe('Unknown type "_Any".')
+  })
+})
+
+describe(`bad representations in a gateway process (${testBackend})`, () => {
+  const storageEnv = gatewayStorage('vaultgate-federation-log-')
+
+  it('logs no error, no stack and none of the client strings', async () => {
+    const gw = await startGatewayProcess({ ...storageEnv(), GRAPHQL_FEDERATION: 'true', SEED_DEMO: 'false', WEBHOOK_WORKER: 'false', LOG_LEVEL: 'debug' })
+    try {
+      for (const [reps] of BAD_REPRESENTATIONS) {
+        const res = await fetch(`${gw.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: ENTITIES, variables: { r: reps } }),
+        })
+        expect((await res.json()).errors[0].extensions.code).toBe('bad_request')
+      }
+    } finally {
+      expect(await gw.stop()).toBe(0)
+    }
+    const lines = gw.stdout().split('\n').filter(Boolean)
+    expect(lines.filter((l) => l.includes('"route":"/graphql"'))).toHaveLength(BAD_REPRESENTATIONS.length)
+    expect(lines.filter((l) => /"level":"(error|fatal)"|Nope|toString|_entities resolver|\bat \//.test(l))).toEqual([])
   })
 })
 
@@ -90,6 +125,18 @@ describe(`GraphQL federation on (${testBackend})`, () => {
     // Each representation costs its selection (1 + 3 fields): 3 × 4 = 12 (src/graphql/cost.ts).
     expect(result.body.extensions.cost).toEqual({ requested: 12, limit: 200 })
     expect(statements.filter((s) => /FROM "public"\."vaults"|FROM "vaults"/i.test(s))).toHaveLength(1)
+  })
+
+  it('refuses a representation that is not a Vault with a string id: bad_request naming its index, nothing read', async () => {
+    for (const [reps, message] of BAD_REPRESENTATIONS) {
+      const { result, statements } = await recordSql(() => t.graphql(ENTITIES, { r: reps }))
+      expect(result.status).toBe(400)
+      expect(result.body).toEqual({
+        errors: [{ message, locations: [{ line: 1, column: 24 }], path: ['_entities'], extensions: { code: 'bad_request' } }],
+        data: null,
+      })
+      expect(statements).toEqual([])
+    }
   })
 
   it('prices a batch of representations by its length, so GRAPHQL_MAX_COST bounds it', async () => {
