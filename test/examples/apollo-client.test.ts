@@ -30,6 +30,9 @@ interface Seen {
   /** Whether the request carried the document itself (APQ's second try) or only its hash. */
   withQuery: boolean
   hash: string | undefined
+  /** The request's Accept header, and a GET's parameter names. */
+  accept: string | null
+  parameters: string[]
   status: number
   cacheControl: string | null
   etag: string | null
@@ -49,6 +52,8 @@ function recordingFetch(seen: Seen[]): typeof fetch {
       method,
       withQuery: typeof params.query === 'string',
       hash: params.extensions?.persistedQuery?.sha256Hash,
+      accept: new Headers(init?.headers).get('accept'),
+      parameters: [...url.searchParams.keys()],
       status: res.status,
       cacheControl: res.headers.get('cache-control'),
       etag: res.headers.get('etag'),
@@ -58,7 +63,7 @@ function recordingFetch(seen: Seen[]): typeof fetch {
   }
 }
 
-// The setup of docs/graphql-clients.md "Apollo Client with APQ", with the recording fetch.
+// The setup of docs/graphql-clients.md "Apollo Client 4 with APQ", with the recording fetch.
 function apqClient(base: string, seen: Seen[], useGETForHashedQueries = false) {
   const persisted = new PersistedQueryLink({ sha256, useGETForHashedQueries })
   return new ApolloClient({
@@ -140,6 +145,7 @@ describe(`Apollo Client 4 against the gateway (${testBackend})`, () => {
       { method: 'GET', withQuery: false, status: 200 },
     ])
     const get = seen[2]!
+    expect(get.parameters).toEqual(['operationName', 'variables', 'extensions'])
     expect({ cacheControl: get.cacheControl, contentType: get.contentType }).toEqual({
       cacheControl: 'public, max-age=10',
       contentType: 'application/graphql-response+json; charset=utf-8',
@@ -184,7 +190,7 @@ describe(`Apollo Client 4 against the gateway (${testBackend})`, () => {
   })
 
   it('a subscription through GraphQLWsLink (graphql-ws) receives the vault after an import', async () => {
-    // The split setup of docs/graphql-clients.md: subscriptions over the WebSocket, the rest over HTTP.
+    // The split setup of docs/graphql-clients.md "WebSocket subscriptions": subscriptions over the WebSocket, the rest over HTTP.
     const ws = createClient({ url: `${base.replace(/^http/, 'ws')}/graphql` })
     const link = ApolloLink.split(
       ({ query }) => {
@@ -260,13 +266,17 @@ describe(`Apollo Client 4 against the gateway (${testBackend})`, () => {
         error: reject,
       })
     })
-    expect(seen.map(({ method, status, contentType }) => ({ method, status, multipart: /^multipart\/mixed/.test(contentType ?? '') }))).toEqual([
-      { method: 'POST', status: 200, multipart: true },
-    ])
+    expect(seen.map(({ method, accept, status, contentType }) => ({ method, accept, status, multipart: /^multipart\/mixed/.test(contentType ?? '') }))).toEqual(
+      [{ method: 'POST', accept: 'multipart/mixed;deferSpec=20220824,application/graphql-response+json,application/json;q=0.9', status: 200, multipart: true }],
+    )
     expect(states.filter((s) => s.dataState !== 'empty')).toEqual([
       { dataState: 'streaming', data: { vault: { __typename: 'Vault', id: 'apollo-2', name: 'Apollo Two' } } },
       { dataState: 'complete', data: { vault: { __typename: 'Vault', id: 'apollo-2', name: 'Apollo Two', status: 'paused', sharePrice: '1.25' } } },
     ])
+    // client.query resolves once, with everything.
+    const { data } = await client.query({ query, variables: { id: 'apollo-2' }, fetchPolicy: 'network-only' })
+    expect(data).toEqual({ vault: { __typename: 'Vault', id: 'apollo-2', name: 'Apollo Two', status: 'paused', sharePrice: '1.25' } })
+    expect(seen.length).toBe(2)
   })
 })
 
