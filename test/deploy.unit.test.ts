@@ -169,9 +169,7 @@ describe("compose.yaml's `replica` profile", () => {
   const standby = services['postgres-replica']!
   const pgEnv = primary.environment!
   /** `-c name=value` settings of the primary's command. */
-  const settings = Object.fromEntries(
-    primary.command!.flatMap((arg, i, all) => (all[i - 1] === '-c' ? [arg.split('=') as [string, string]] : [])),
-  )
+  const settings = Object.fromEntries(primary.command!.flatMap((arg, i, all) => (all[i - 1] === '-c' ? [arg.split('=') as [string, string]] : [])))
 
   it('is the one profile, holding only the standby: a plain `docker compose up` is unchanged', () => {
     expect(Object.entries(services).flatMap(([name, s]) => (s.profiles ?? []).map((p) => `${name}:${p}`))).toEqual(['postgres-replica:replica'])
@@ -222,7 +220,7 @@ describe("compose.yaml's `replica` profile", () => {
     expect(read('docs/operations.md')).toContain(command)
     const url = command.split(' ')[0]!.split('=')[1]!
     for (const [name, service] of vaultgate) {
-      expect(service.environment!.DATABASE_REPLICA_URLS, name).toBe('${DATABASE_REPLICA_URLS:-}')
+      expect(service.environment!.DATABASE_REPLICA_URLS, name).toBe(`\${DATABASE_REPLICA_URLS:-}`) // compose's interpolation, not JavaScript's
       // Without it, every read on the primary; with it, the standby.
       expect(configOf(service.environment).replicas.urls, name).toEqual([])
       const env = Object.fromEntries(Object.entries(service.environment!).map(([k, v]) => [k, interpolate(String(v))]))
