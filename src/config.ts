@@ -151,6 +151,7 @@ const env = z.object({
       return urls
     }),
   REPLICA_MAX_LAG_MS: int(5000, 100, 3_600_000),
+  REPLICA_TIMEOUT_MS: int(2000, 100, 600_000),
   SEED_DEMO: optionalBool,
   ADMIN_TOKEN: secret,
   INTERNAL_TOKEN: secret,
@@ -282,8 +283,11 @@ export interface Config {
   /**
    * Streaming replicas of DATABASE_URL (src/db/replicas.ts): public and wallet reads go to them, round
    * robin, while one has replayed within `maxLagMs` of the primary; empty: every read on the primary.
+   * `timeoutMs`: how long a replica may leave a connection attempt or a statement unanswered before
+   * the statement is run on the primary instead (a partition, a hung server): below the request's
+   * deadline, so the reader still gets its answer.
    */
-  replicas: { urls: string[]; maxLagMs: number }
+  replicas: { urls: string[]; maxLagMs: number; timeoutMs: number }
   seedDemo: boolean
   adminToken: string | undefined
   internalToken: string | undefined
@@ -416,6 +420,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (embedded && e.DATABASE_REPLICA_URLS.length > 0) {
     throw new ConfigError(['DATABASE_REPLICA_URLS: replicas need DATABASE_URL (the primary); the embedded database has none'])
   }
+  // A read a replica leaves unanswered is run on the primary after REPLICA_TIMEOUT_MS: past the
+  // request's deadline the client would get a 503 instead (src/db/replicas.ts).
+  if (e.DATABASE_REPLICA_URLS.length > 0 && e.REPLICA_TIMEOUT_MS >= e.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError([
+      `REPLICA_TIMEOUT_MS: must be below REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS}): a read a replica does not answer is run on the primary within the request's deadline`,
+    ])
+  }
   if (e.AUTH_JWKS_URL && e.AUTH_JWKS_FILE) {
     throw new ConfigError(['AUTH_JWKS_URL and AUTH_JWKS_FILE: set one of them, not both'])
   }
@@ -429,7 +440,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     port: e.PORT,
     host: e.HOST,
     storage: embedded ? { mode: 'embedded', dataDir: e.DATA_DIR } : { mode: 'postgres', url: e.DATABASE_URL! },
-    replicas: { urls: e.DATABASE_REPLICA_URLS, maxLagMs: e.REPLICA_MAX_LAG_MS },
+    replicas: { urls: e.DATABASE_REPLICA_URLS, maxLagMs: e.REPLICA_MAX_LAG_MS, timeoutMs: e.REPLICA_TIMEOUT_MS },
     seedDemo: e.SEED_DEMO ?? embedded,
     adminToken: e.ADMIN_TOKEN,
     internalToken: e.INTERNAL_TOKEN,

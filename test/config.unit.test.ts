@@ -23,15 +23,30 @@ describe('configuration', () => {
       DATABASE_URL: 'postgresql://u@db:5432/vg',
       DATABASE_REPLICA_URLS: 'postgresql://u:pw@r1/vg, postgres://r2:5433/vg',
       REPLICA_MAX_LAG_MS: '2000',
+      REPLICA_TIMEOUT_MS: '750',
     })
-    expect(c.replicas).toEqual({ urls: ['postgresql://u:pw@r1/vg', 'postgres://r2:5433/vg'], maxLagMs: 2000 })
-    expect(loadConfig({ DATABASE_URL: 'postgresql://db/vg' }).replicas).toEqual({ urls: [], maxLagMs: 5000 })
+    expect(c.replicas).toEqual({ urls: ['postgresql://u:pw@r1/vg', 'postgres://r2:5433/vg'], maxLagMs: 2000, timeoutMs: 750 })
+    expect(loadConfig({ DATABASE_URL: 'postgresql://db/vg' }).replicas).toEqual({ urls: [], maxLagMs: 5000, timeoutMs: 2000 })
     expect(() => loadConfig({ DATABASE_URL: 'postgresql://db/vg', DATABASE_REPLICA_URLS: 'postgresql://r1/vg,mysql://u:secret@r2/vg' })).toThrow(
       'Invalid configuration:\n  DATABASE_REPLICA_URLS: must be comma-separated URLs starting with postgres:// or postgresql:// (item 2 is not)',
     )
     expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'postgresql://r1/vg' })).toThrow(
       'Invalid configuration:\n  DATABASE_REPLICA_URLS: replicas need DATABASE_URL (the primary); the embedded database has none',
     )
+  })
+
+  it('keeps REPLICA_TIMEOUT_MS below the request deadline when there are replicas (a read they leave unanswered must still be answered from the primary)', () => {
+    const replicas = { DATABASE_URL: 'postgresql://db/vg', DATABASE_REPLICA_URLS: 'postgresql://r1/vg' }
+    expect(() => loadConfig({ ...replicas, REPLICA_TIMEOUT_MS: '15000' })).toThrow(
+      "Invalid configuration:\n  REPLICA_TIMEOUT_MS: must be below REQUEST_TIMEOUT_MS (15000): a read a replica does not answer is run on the primary within the request's deadline",
+    )
+    expect(() => loadConfig({ ...replicas, REPLICA_TIMEOUT_MS: '3000', REQUEST_TIMEOUT_MS: '2000' })).toThrow(
+      'REPLICA_TIMEOUT_MS: must be below REQUEST_TIMEOUT_MS (2000)',
+    )
+    expect(loadConfig({ ...replicas, REPLICA_TIMEOUT_MS: '14999' }).replicas.timeoutMs).toBe(14_999)
+    // Without replicas it is not used: no reason to refuse a short request deadline.
+    expect(loadConfig({ REQUEST_TIMEOUT_MS: '1000' }).replicas.timeoutMs).toBe(2000)
+    expect(() => loadConfig({ ...replicas, REPLICA_TIMEOUT_MS: '99' })).toThrow('REPLICA_TIMEOUT_MS')
   })
 
   it('normalises the ALLOWLIST to unique lowercase addresses', () => {

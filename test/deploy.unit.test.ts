@@ -53,10 +53,14 @@ interface ComposeService {
   image?: string
   build?: unknown
   command?: string[]
+  entrypoint?: string[]
   environment?: Record<string, string>
   ports?: string[]
+  volumes?: string[]
   depends_on?: Record<string, { condition: string }>
   restart?: string
+  profiles?: string[]
+  healthcheck?: { test: string[] }
 }
 
 const compose = parse(read('compose.yaml'), { merge: true }) as { services: Record<string, ComposeService> }
@@ -157,5 +161,70 @@ describe('compose.yaml', () => {
     expect(upstreams).toEqual(gateways.map(([name, s]) => `${name}:${port({ ...envOf(image), ...s.environment })}`))
     expect(caddyfile).toMatch(/^\s*health_uri \/readyz$/m)
     expect(caddyfile).toMatch(/^:80 \{$/m)
+  })
+})
+
+describe("compose.yaml's `replica` profile", () => {
+  const primary = services.postgres!
+  const standby = services['postgres-replica']!
+  const pgEnv = primary.environment!
+  /** `-c name=value` settings of the primary's command. */
+  const settings = Object.fromEntries(primary.command!.flatMap((arg, i, all) => (all[i - 1] === '-c' ? [arg.split('=') as [string, string]] : [])))
+
+  it('is the one profile, holding only the standby: a plain `docker compose up` is unchanged', () => {
+    expect(Object.entries(services).flatMap(([name, s]) => (s.profiles ?? []).map((p) => `${name}:${p}`))).toEqual(['postgres-replica:replica'])
+    // Nothing always started waits for it (compose refuses a dependency on a service left out).
+    expect(Object.entries(services).filter(([, s]) => s.depends_on?.['postgres-replica'])).toEqual([])
+  })
+
+  it('lets the primary be streamed from: WAL for a standby, senders, and a replication line for other containers in the pg_hba file it uses', () => {
+    expect(primary.command![0]).toBe('postgres') // the image's entrypoint still initialises an empty volume
+    expect(settings).toMatchObject({ wal_level: 'replica', max_wal_senders: expect.stringMatching(/^[1-9]\d*$/) })
+    const mount = primary.volumes!.find((v) => v.endsWith(`:${settings.hba_file}:ro`))
+    expect(mount).toBeDefined()
+    const hba = read(mount!.split(':')[0]!)
+    const rules = hba
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+      .map((l) => l.trim().split(/\s+/))
+    // The image's init scripts run over the local socket; the gateways and the standby over the network, with the password.
+    expect(rules).toContainEqual(['local', 'all', 'all', 'trust'])
+    expect(rules).toContainEqual(['host', 'all', 'all', 'all', 'scram-sha-256'])
+    expect(rules).toContainEqual(['host', 'replication', 'all', 'all', 'scram-sha-256'])
+  })
+
+  it('bootstraps the standby from the primary with pg_basebackup --write-recovery-conf, on the same image, then runs it', () => {
+    expect(standby.image).toBe(primary.image)
+    expect(standby.depends_on).toEqual({ postgres: { condition: 'service_healthy' } })
+    expect(standby.entrypoint).toEqual(['bash', '-ec'])
+    const script = standby.command!.join('\n')
+    // Compose would substitute a lone `$`: every shell variable is written `$$`.
+    expect(script).not.toMatch(/(^|[^$])\$[A-Za-z{]/)
+    const shell = script.replaceAll('$$', '$')
+    const backup = /gosu postgres pg_basebackup (.*)$/m.exec(shell)![1]!.split(/\s+/)
+    expect(backup).toEqual(
+      expect.arrayContaining(['--host=postgres', `--username=${pgEnv.POSTGRES_USER}`, '--pgdata="$PGDATA"', '--wal-method=stream', '--write-recovery-conf']),
+    )
+    expect(standby.environment).toEqual({ PGPASSWORD: pgEnv.POSTGRES_PASSWORD })
+    // Only into an empty data directory (a restart resumes streaming), and PostgreSQL runs it as its user.
+    expect(shell).toMatch(/if \[ ! -s "\$PGDATA\/PG_VERSION" \]; then\n\s*gosu postgres pg_basebackup /)
+    expect(shell).toMatch(/chmod 0700 "\$PGDATA"/)
+    expect(shell.trim().split('\n').at(-1)).toBe('exec gosu postgres postgres')
+    expect(standby.volumes).toEqual(['postgres-replica-data:/var/lib/postgresql/data'])
+    expect(standby.healthcheck?.test).toEqual(primary.healthcheck?.test)
+  })
+
+  it('points the gateways at the standby through DATABASE_REPLICA_URLS, as compose.yaml and docs/operations.md run it', () => {
+    const command = `DATABASE_REPLICA_URLS=postgresql://${pgEnv.POSTGRES_USER}:${pgEnv.POSTGRES_PASSWORD}@postgres-replica:5432/${pgEnv.POSTGRES_DB} docker compose --profile replica up --build`
+    expect(read('compose.yaml')).toContain(`#   ${command}`)
+    expect(read('docs/operations.md')).toContain(command)
+    const url = command.split(' ')[0]!.split('=')[1]!
+    for (const [name, service] of vaultgate) {
+      expect(service.environment!.DATABASE_REPLICA_URLS, name).toBe(`\${DATABASE_REPLICA_URLS:-}`) // compose's interpolation, not JavaScript's
+      // Without it, every read on the primary; with it, the standby.
+      expect(configOf(service.environment).replicas.urls, name).toEqual([])
+      const env = Object.fromEntries(Object.entries(service.environment!).map(([k, v]) => [k, interpolate(String(v))]))
+      expect(loadConfig({ ...env, DATABASE_REPLICA_URLS: url }).replicas.urls, name).toEqual([url])
+    }
   })
 })

@@ -146,7 +146,7 @@ export function observedFactory(factory: SqlMigrationAwareDriverAdapterFactory):
  * (`query_timeout`, Config.pool.queryTimeoutMs, after which the connection is dropped) and TCP
  * keep-alive finds dead peers under idle pooled connections.
  */
-export function createPool(url: string, pool: Config['pool'], applicationName = 'vaultgate'): pg.Pool {
+export function createPool(url: string, pool: Config['pool'], applicationName = 'vaultgate', { readOnly = false }: { readOnly?: boolean } = {}): pg.Pool {
   return new pg.Pool({
     connectionString: url,
     max: pool.max,
@@ -160,7 +160,9 @@ export function createPool(url: string, pool: Config['pool'], applicationName = 
     // for set-returning functions (jsonb_array_elements_text: 100, generate_series: 1000) push the
     // series statements past jit_above_cost, and compiling them took 1.2-1.5 s on PostgreSQL 15 for
     // a 1 ms query (the composition and performance series; PGlite has no JIT).
-    options: '-c jit=off',
+    // `readOnly` (the replicas' pools, src/db/replicas.ts): every transaction of the session is read
+    // only, so a write sent there by mistake fails (25006) even on a server that would take it.
+    options: readOnly ? '-c jit=off -c default_transaction_read_only=on' : '-c jit=off',
   })
 }
 

@@ -17,7 +17,9 @@ import { createPool, type Db, observedFactory, postgresAdapter } from './client.
 // - it has replayed past the newest change this instance knows of (its own imports, change
 //   notifications): read your writes, so the response cache never refills with older data.
 // Otherwise the primary. A statement a replica fails to answer (down, restarting, a recovery
-// conflict) is run again on the primary and the replica is skipped until a poll finds it well.
+// conflict, or no answer within REPLICA_TIMEOUT_MS: a partition) is run again on the primary and
+// the replica is skipped until a poll finds it well. Replica sessions are read only
+// (default_transaction_read_only): nothing is written to a replica, even by mistake.
 //
 // Prisma's @prisma/extension-read-replicas was the starting point, but it routes by model
 // operation (raw SQL, which most stores use, stays on the primary), picks replicas at random with
@@ -155,6 +157,23 @@ function fallbackFactory(
   }
 }
 
+/**
+ * A replica's pool: the primary's settings, but read-only sessions, and REPLICA_TIMEOUT_MS as the
+ * most a connection attempt or a statement may wait for the replica (pg's connect timeout and
+ * query_timeout, measured by the client: in a partition the server's statement_timeout never
+ * arrives). The primary's own limits run up to the request's deadline (Config.pool.queryTimeoutMs),
+ * which would leave no time to run the read again on the primary.
+ */
+export function createReplicaPool(url: string, config: Pick<Config, 'replicas' | 'pool'>): pg.Pool {
+  const { timeoutMs } = config.replicas
+  return createPool(
+    url,
+    { ...config.pool, connectTimeoutMs: Math.min(config.pool.connectTimeoutMs, timeoutMs), queryTimeoutMs: timeoutMs },
+    'vaultgate-replica',
+    { readOnly: true },
+  )
+}
+
 function nameOf(url: string, taken: Set<string>): string {
   let name: string
   try {
@@ -190,7 +209,7 @@ export function createReadRouting({
   }
   const taken = new Set<string>()
   const replicas: Replica[] = config.replicas.urls.map((url) => {
-    const pool = createPool(url, config.pool, 'vaultgate-replica')
+    const pool = createReplicaPool(url, config)
     pool.on('error', () => {})
     const adapter = postgresAdapter(pool, config.pool)
     const replica: Replica = {
@@ -249,7 +268,7 @@ export function createReadRouting({
   }
 
   const checkReplica = async (r: Replica, primaryLsn: bigint | null, sampledAt: number) => {
-    // A replica that does not answer within the connect timeout is down; its query is left to
+    // A replica that does not answer within REPLICA_TIMEOUT_MS is down; its query is left to
     // finish on its own (query_timeout) while the other servers go on being polled.
     if (r.checking) return markDown(r, new Error('the health query has not answered'))
     let timer: NodeJS.Timeout | undefined
@@ -262,9 +281,9 @@ export function createReadRouting({
       check,
       new Promise<void>((resolve) => {
         timer = setTimeout(() => {
-          markDown(r, new Error(`no answer to the health query within ${config.pool.connectTimeoutMs} ms`))
+          markDown(r, new Error(`no answer to the health query within ${config.replicas.timeoutMs} ms`))
           resolve()
-        }, config.pool.connectTimeoutMs)
+        }, config.replicas.timeoutMs)
       }),
     ])
   }

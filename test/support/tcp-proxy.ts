@@ -17,6 +17,8 @@ export class TcpProxy {
   bytes = 0
   /** Chunks received, both directions, forwarded or held (a client's commands count while stalled). */
   chunks = 0
+  /** Set by cutWhen / stallWhen: the fault to play when a client's chunk matches. */
+  private trigger: { match: (chunk: Buffer) => boolean; fire: () => void } | undefined
 
   constructor(
     private readonly targetHost: string,
@@ -38,8 +40,8 @@ export class TcpProxy {
         })
         upstream.on('error', () => {})
         client.on('close', () => upstream.destroy())
-        this.forward(client, upstream)
-        this.forward(upstream, client)
+        this.forward(client, upstream, true)
+        this.forward(upstream, client, false)
       }
       if (this.stalled) this.held.push(connect)
       else connect()
@@ -49,9 +51,16 @@ export class TcpProxy {
     return this.port
   }
 
-  private forward(from: net.Socket, to: net.Socket) {
+  private forward(from: net.Socket, to: net.Socket, fromClient: boolean) {
     from.on('data', (chunk: Buffer) => {
       this.chunks++
+      if (fromClient && this.trigger?.match(chunk)) {
+        const { fire } = this.trigger
+        this.trigger = undefined
+        // The fault comes first: the matching chunk is cut off with its connection, or held.
+        fire()
+        if (!this.stalled) return
+      }
       const send = () => {
         if (to.destroyed) return
         this.bytes += chunk.length
@@ -75,6 +84,30 @@ export class TcpProxy {
       if (reset) s.resetAndDestroy()
       else s.destroy()
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+  }
+
+  /**
+   * Cuts (as `cut`) at the moment a client sends a chunk `match` accepts, before it reaches the
+   * server: a fault in the middle of a statement, on a connection the client believed healthy. The
+   * chunk is dropped. Resolves once cut.
+   */
+  cutWhen(match: (chunk: Buffer) => boolean, options: { reset?: boolean } = {}): Promise<void> {
+    return new Promise((resolve) => {
+      this.trigger = { match, fire: () => void this.cut(options).then(resolve) }
+    })
+  }
+
+  /** Stalls (as `stall`) at the moment a client sends a chunk `match` accepts; that chunk is held too. Resolves once stalled. */
+  stallWhen(match: (chunk: Buffer) => boolean): Promise<void> {
+    return new Promise((resolve) => {
+      this.trigger = {
+        match,
+        fire: () => {
+          this.stall()
+          resolve()
+        },
+      }
+    })
   }
 
   /** Stops forwarding without closing anything: connections and their traffic wait, as in a network partition. */
