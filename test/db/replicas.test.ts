@@ -232,12 +232,27 @@ describe.skipIf(!hasPostgresBinaries || testBackend !== 'pglite')('read replicas
       const mark = pair.mark()
       const generation = app.responseCache.ticket()
       // Written as another instance would: committed with its change notification, and nothing else told here.
-      await importDocument({ vaults: [vaultDoc('rep-a', { tvl: '150' })] }, db.prisma)
+      // Newer than any data time so far: the answer's Data-As-Of tells whose row it read.
+      const SNAPSHOT_AT = new Date(Date.now() - 1000).toISOString()
+      await importDocument(
+        {
+          vaults: [vaultDoc('rep-a', { tvl: '150' })],
+          vault_snapshots: [{ vault_id: 'rep-a', as_of: SNAPSHOT_AT, share_price: '1', tvl: '150', base_asset_price_usd: '1' }],
+        },
+        db.prisma,
+      )
       expect((await events.next(5000)).data).toEqual({ data: { vaultUpdated: { tvl: '150' } } })
       await cacheClearedSince(app.responseCache, generation)
-      expect(await (await request('/v1/vaults/rep-a')).json()).toMatchObject({ tvl: '150' })
+      const after = await request('/v1/vaults/rep-a')
+      expect(await after.json()).toMatchObject({ tvl: '150' })
+      // Data-As-Of is the time of the data read (decisions §10, §16): the primary's, which the
+      // paused replica has not replayed (its row still has an older data time).
+      expect(after.headers.get('data-as-of')).toBe(SNAPSHOT_AT)
       expect(await readTvl()).toMatchObject({ status: 200, tvl: '150' })
       expect(pair.since(mark).replica.filter(touchesVaults)).toEqual([])
+      // (Asked after the check above: this statement shows in the replica's log.)
+      const [onReplica] = (await pair.replica(`SELECT data_as_of FROM vaults WHERE id = 'rep-a'`)).rows as { data_as_of: Date | null }[]
+      expect(onReplica?.data_as_of === null || (onReplica?.data_as_of as Date) < new Date(SNAPSHOT_AT)).toBe(true)
     } finally {
       events.close()
       await server.stop()
