@@ -31,7 +31,15 @@ const HASH = documentHash(VAULT_QUERY)
 
 export interface ClientsResult {
   uncached: { physical: SliceResult; database: SliceResult; full: SliceResult; byId: SliceResult }
-  cached: { physicalRest: SliceResult; physicalGet: SliceResult; database: SliceResult; rest: SliceResult; get: SliceResult; post: SliceResult; physicalPost: SliceResult }
+  cached: {
+    physicalRest: SliceResult
+    physicalGet: SliceResult
+    database: SliceResult
+    rest: SliceResult
+    get: SliceResult
+    post: SliceResult
+    physicalPost: SliceResult
+  }
 }
 
 /** a. and b.: one physical limit, one database limit, an uncached and a cached gateway, in alternating slices. */
@@ -86,7 +94,9 @@ export async function clientsThroughput(ctx: ClientsContext): Promise<ClientsRes
       ],
       ctx.settings,
     )
-    ctx.log(`    full ${f!.rps.toFixed(0)} req/s ${f!.cpuUsPerRequest.toFixed(0)} µs CPU/req; by id ${b!.rps.toFixed(0)} req/s ${b!.cpuUsPerRequest.toFixed(0)} µs CPU/req`)
+    ctx.log(
+      `    full ${f!.rps.toFixed(0)} req/s ${f!.cpuUsPerRequest.toFixed(0)} µs CPU/req; by id ${b!.rps.toFixed(0)} req/s ${b!.cpuUsPerRequest.toFixed(0)} µs CPU/req`,
+    )
     await uncached.stop()
 
     const cached = await startGateway(env)
@@ -210,7 +220,14 @@ async function openSse(url: string, id: string): Promise<Opened> {
   let req!: ClientRequest
   await new Promise<void>((resolve, reject) => {
     req = httpRequest(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      },
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`SSE answered ${res.statusCode}`))
         res.on('data', () => {})
@@ -247,7 +264,9 @@ export async function idleSubscribers(ctx: ClientsContext, transport: 'websocket
     const before = await settledMemory(gateway)
     const started = performance.now()
     for (let i = 0; i < count; i += 50) {
-      opened.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => open(gateway.url, ctx.vaultIds[(i + j) % ctx.vaultIds.length]!)))))
+      opened.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => open(gateway.url, ctx.vaultIds[(i + j) % ctx.vaultIds.length]!)))),
+      )
     }
     for (let waited = 0; (await metric(gateway.url, 'vaultgate_subscriptions_open')) < count; waited += 100) {
       if (waited > 30_000) throw new Error(`fewer than ${count} subscriptions open after 30 s`)

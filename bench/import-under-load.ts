@@ -226,7 +226,14 @@ function liveSubscriber(url: string, id: string): Promise<{ seen(text: string): 
   let req!: ClientRequest
   return new Promise((resolve, reject) => {
     req = httpRequest(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      },
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`the subscription answered ${res.statusCode}`))
         res.setEncoding('utf8')

@@ -474,8 +474,7 @@ const extraTables = [
   extra.clients && `GraphQL clients (issue 28 a, b)\n\n${formatClients(extra.clients)}`,
   extra.subscribers && `Idle subscribers (issue 28 c)\n\n${formatIdle(extra.subscribers)}`,
   extra.live && `An import with subscribers of one vault (issue 29 e)\n\n${formatSharedLive(extra.live)}`,
-  extra.replicas &&
-    `One streaming replica (issue 29 d); reads by target: ${JSON.stringify(extra.replicas.readsByTarget)}\n\n${formatReplicas(extra.replicas)}`,
+  extra.replicas && `One streaming replica (issue 29 d); reads by target: ${JSON.stringify(extra.replicas.readsByTarget)}\n\n${formatReplicas(extra.replicas)}`,
 ].filter(Boolean)
 process.stdout.write(
   `\n${formatTable(result)}\n${imports.map((r) => `\n${formatImportUnderLoad(r)}`).join('')}${extraTables.map((t) => `\n\n${t}`).join('')}\n\nResults: ${path.relative(process.cwd(), file)}\n`,

@@ -32,8 +32,23 @@ export interface SliceResult extends LoadResult {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
-/** Total CPU of a set of processes, in ms (the set is read again each time: backends come and go). */
-const cpuOfAll = (pids: number[]) => pids.reduce((a, pid) => a + cpuMsOf(pid), 0)
+/** CPU so far of each process of a set, in ms. */
+const cpuByPid = (pids: number[]) => new Map(pids.map((pid) => [pid, cpuMsOf(pid)]))
+
+/**
+ * CPU a group of processes used between two readings: a process present at both counts its
+ * difference, one started in between counts all of its CPU, and one gone in between (a pool
+ * connection closed when idle) is left out: never negative, at worst short by what a process
+ * used before it exited.
+ */
+function cpuBetween(before: Map<number, number>, pids: number[]): number {
+  let total = 0
+  for (const pid of pids) {
+    const now = cpuMsOf(pid)
+    if (now > 0) total += now - (before.get(pid) ?? 0)
+  }
+  return total
+}
 
 /**
  * Every process whose parent is `pid` (a PostgreSQL postmaster's backends and workers), and `pid`
@@ -54,22 +69,17 @@ export function processTree(pid: number): number[] {
   return out
 }
 
-export async function measureSlices(
-  targets: SliceTarget[],
-  settings: SliceSettings,
-  watch: Record<string, () => number[]> = {},
-): Promise<SliceResult[]> {
+export async function measureSlices(targets: SliceTarget[], settings: SliceSettings, watch: Record<string, () => number[]> = {}): Promise<SliceResult[]> {
   for (const t of targets) await load(t.url, t.requests, { seconds: settings.warmupSeconds, connections: settings.connections })
   const slices = targets.map(() => [] as (LoadResult & { cpuMs: number; watchedMs: Record<string, number> })[])
   const sliceSeconds = settings.seconds / settings.rounds
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, t] of targets.entries()) {
-      const groups = Object.entries(watch).map(([name, pids]) => ({ name, pids: pids() }))
-      const watchedBefore = groups.map((g) => cpuOfAll(g.pids))
+      const groups = Object.entries(watch).map(([name, pids]) => ({ name, pids, before: cpuByPid(pids()) }))
       const cpuBefore = cpuMsOf(t.pid)
       const r = await load(t.url, t.requests, { seconds: sliceSeconds, connections: settings.connections })
       const cpuMs = cpuMsOf(t.pid) - cpuBefore
-      const watchedMs = Object.fromEntries(groups.map((g, j) => [g.name, cpuOfAll(g.pids) - watchedBefore[j]!]))
+      const watchedMs = Object.fromEntries(groups.map((g) => [g.name, cpuBetween(g.before, g.pids())]))
       slices[i]!.push({ ...r, cpuMs, watchedMs })
     }
   }
