@@ -1,8 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
+import { request as httpRequest, type ClientRequest } from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { startGateway } from './processes.js'
+import { sqlStatements, startGateway } from './processes.js'
+import { markdownTable } from './slices.js'
 
 // A large import through a running gateway (POST /admin/import) must not freeze it: the issue's
 // measurement was /healthz stalled for 16.8 s by a 100 MB document and RSS left at 1.25 GB. This
@@ -170,6 +172,192 @@ export function formatImportUnderLoad(r: ImportUnderLoad): string {
     `/healthz without import p99 ${r.baselineP99Ms.toFixed(1)} ms, during ×${r.during.answers}: p50 ${r.during.p50Ms.toFixed(1)} ms, ` +
     `p99 ${r.during.p99Ms.toFixed(1)} ms (bound ${r.boundMs} ms above the baseline), max ${r.during.maxMs.toFixed(1)} ms; ` +
     `RSS idle ${r.idleRssMB} MB, after ${r.afterRssMB} MB (bound +${r.nearIdleMB} MB): ${r.withinBounds ? 'within bounds' : 'OVER A BOUND'}`
+  )
+}
+
+// --- Shared live work (issue 29): an import's time with 0, 1 and 200 subscribers of one vault ----
+
+/**
+ * The subscription of issue 29: every subscriber follows one vault with both of its full series,
+ * the heaviest public selection a dashboard keeps open. Subscribers of the same operation and
+ * variables share one execution per change (src/graphql/shared-subscriptions.ts).
+ */
+export const LIVE_SUBSCRIPTION = `subscription BenchLive($id: ID!) {
+  vaultUpdated(id: $id) {
+    id tvl
+    performanceSeries(timeframe: ALL) { points { t sharePrice tvl apy7dPct flags } }
+    compositionSeries(timeframe: ALL) { labels points { t weightsPct } }
+  }
+}`
+
+/** A vault record for the import (the import document's shape: src/importer/document.ts), with its TVL as given. */
+function liveVaultDocument(id: string, tvl: string): string {
+  return JSON.stringify({
+    vaults: [
+      {
+        id,
+        name: `Live ${id}`,
+        chain: 'ethereum',
+        chain_id: '1',
+        symbol: 'vLIVE',
+        base_asset: 'USDC',
+        base_asset_price_usd: '1',
+        status: 'active',
+        tvl,
+        share_price: '1.05',
+        perf_fee_bps: 1000,
+        contract: { address: `0x${'be'.repeat(20)}` },
+        deposit_constraints: {},
+        withdraw_constraints: {},
+        icons: {},
+        api_endpoint: `https://x.example/api/${id}`,
+      },
+    ],
+  })
+}
+
+/** One SSE subscriber on its own connection; `seen(s)` says whether an event carrying `s` arrived. */
+function liveSubscriber(url: string, id: string): Promise<{ seen(text: string): boolean; close(): void }> {
+  const u = new URL(`${url}/graphql`)
+  // Only the newest text is kept (a TVL is near the start of an event): parsing every event of
+  // 200 subscribers would cost this process, on the same two cores, more than the gateway.
+  let tail = ''
+  const marks = new Set<string>()
+  let req!: ClientRequest
+  return new Promise((resolve, reject) => {
+    req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`the subscription answered ${res.statusCode}`))
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          const text = tail + chunk
+          for (const m of text.matchAll(/"id":"[^"]+","tvl":"([^"]+)"/g)) marks.add(m[1]!)
+          tail = text.slice(-200)
+        })
+        res.on('error', () => {})
+        resolve({ seen: (s) => marks.has(s), close: () => req.destroy() })
+      },
+    )
+    req.on('error', reject)
+    req.end(JSON.stringify({ query: LIVE_SUBSCRIPTION, variables: { id } }))
+  })
+}
+
+export interface SharedLiveRow {
+  subscribers: number
+  imports: number
+  /** POST /admin/import, request to answer. */
+  importP50Ms: number
+  importP90Ms: number
+  /** From the import's request until every subscriber has the event. */
+  deliveredP50Ms: number | null
+  /** SQL statements per import, the subscription's re-execution included (from /metrics). */
+  statementsPerChange: number
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!
+
+/** Waits until the gateway's statement count stops moving (the subscription's work after an import). */
+async function settledStatements(url: string): Promise<number> {
+  let before = await sqlStatements(url)
+  for (;;) {
+    await sleep(300)
+    const now = await sqlStatements(url)
+    if (now === before) return now
+    before = now
+  }
+}
+
+/**
+ * Imports of one vault's record (a new TVL each time), one at a time, with 0, 1 and `many`
+ * subscribers of LIVE_SUBSCRIPTION on it (SSE, within SUBSCRIPTIONS_PER_IP as the gateway was
+ * started with). Each import waits until every subscriber has its event before the next.
+ */
+export async function measureSharedLive(url: string, vaultId: string, { many = 200, imports = 25 } = {}): Promise<SharedLiveRow[]> {
+  const headers = { authorization: `Bearer ${IMPORT_ADMIN_TOKEN}`, 'content-type': 'application/json' }
+  let n = 0
+  const rows: SharedLiveRow[] = []
+  // One import first: the vault record becomes the bench's (later imports change only the TVL).
+  await fetch(`${url}/admin/import`, { method: 'POST', headers, body: liveVaultDocument(vaultId, '1000000') })
+  for (const count of [0, 1, many]) {
+    const subs = []
+    for (let i = 0; i < count; i += 20) subs.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => liveSubscriber(url, vaultId)))))
+    try {
+      const importMs: number[] = []
+      const deliveredMs: number[] = []
+      let statements = 0
+      // The first import after subscribing warms the shared execution; it is not counted.
+      for (let i = -1; i < imports; i++) {
+        // A whole number: a Decimal is answered in its shortest form (".10" comes back as ".1").
+        const tvl = String(2_000_000 + ++n)
+        const before = await settledStatements(url)
+        const started = performance.now()
+        const res = await fetch(`${url}/admin/import`, { method: 'POST', headers, body: liveVaultDocument(vaultId, tvl) })
+        const took = performance.now() - started
+        if (res.status !== 200) throw new Error(`the import answered ${res.status}: ${await res.text()}`)
+        await res.arrayBuffer()
+        for (let waited = 0; !subs.every((s) => s.seen(tvl)); waited += 5) {
+          if (waited > 30_000) throw new Error(`${subs.filter((s) => !s.seen(tvl)).length} of ${count} subscribers had no event after 30 s`)
+          await sleep(5)
+        }
+        const delivered = performance.now() - started
+        const after = await settledStatements(url)
+        if (i < 0) continue
+        importMs.push(took)
+        if (count > 0) deliveredMs.push(delivered)
+        statements += after - before
+      }
+      rows.push({
+        subscribers: count,
+        imports,
+        importP50Ms: median(importMs),
+        importP90Ms: p90(importMs),
+        deliveredP50Ms: count > 0 ? median(deliveredMs) : null,
+        statementsPerChange: statements / imports,
+      })
+    } finally {
+      for (const s of subs) s.close()
+    }
+    await sleep(1000)
+  }
+  return rows
+}
+
+/** A gateway on `databaseUrl` (a copy of the bench dataset: the imports change it) with room for `many` subscribers from this address. */
+export async function sharedLive(databaseUrl: string, vaultId: string, many = 200): Promise<SharedLiveRow[]> {
+  const gateway = await startGateway({
+    DATABASE_URL: databaseUrl,
+    ADMIN_TOKEN: IMPORT_ADMIN_TOKEN,
+    RATE_LIMIT_PUBLIC_PER_MINUTE: '10000000',
+    SUBSCRIPTIONS_PER_IP: String(many + 20),
+  })
+  try {
+    return await measureSharedLive(gateway.url, vaultId, { many })
+  } finally {
+    await gateway.stop()
+  }
+}
+
+export function formatSharedLive(rows: SharedLiveRow[]): string {
+  return markdownTable(
+    ['subscribers', 'imports', 'import p50 ms', 'import p90 ms', 'all subscribers have the event, p50 ms', 'SQL statements per change'],
+    rows.map((r) => [
+      String(r.subscribers),
+      String(r.imports),
+      r.importP50Ms.toFixed(1),
+      r.importP90Ms.toFixed(1),
+      r.deliveredP50Ms === null ? '—' : r.deliveredP50Ms.toFixed(1),
+      r.statementsPerChange.toFixed(1),
+    ]),
   )
 }
 

@@ -9,6 +9,9 @@ import { cpuMsOf, memoryOf, ROOT, sampleRss, sqlStatements, startBaseline, start
 import { formatTable, machine, type ModeResult, type Row } from './report.js'
 import { formatImportUnderLoad, importUnderLoad, type ImportUnderLoad } from './import-under-load.js'
 import { requestKey, scenarios, type BenchRequest, type Scenario } from './scenarios.js'
+import { clientsThroughput, formatClients, formatIdle, idleSubscribers, type ClientsResult, type IdleResult } from './clients.js'
+import { formatSharedLive, sharedLive, type SharedLiveRow } from './import-under-load.js'
+import { formatReplicas, replicas, type ReplicasResult } from './replicas.js'
 
 // `npm run bench`: the gateway against its two same-run baselines, on PostgreSQL with the large
 // generated dataset and on the embedded default with the demo data. See docs/performance.md "Benchmark".
@@ -22,8 +25,30 @@ const { values: flags } = parseArgs({
     uncached: { type: 'boolean', default: false },
     /** More uncached gateways with other settings ("COMPRESS_MIN_BYTES=0;RESPONSE_CACHE_STALE_MS=0"), measured in the same slices. */
     compare: { type: 'string' },
+    /**
+     * What to run, comma-separated: `main` (the scenario table), `import` (bench/import-under-load.ts),
+     * and beside them, on PostgreSQL only: `clients` (a trusted document by id vs in full, a cached
+     * GET by id vs a cached REST read), `subscribers` (1,000 idle WebSocket and SSE subscribers),
+     * `live` (an import with 0, 1 and 200 subscribers of one vault), `replicas` (a primary and a
+     * streaming standby of the bench's own). Default `main,import`.
+     */
+    sections: { type: 'string' },
+    help: { type: 'boolean', default: false },
   },
 })
+const SECTIONS = ['main', 'import', 'clients', 'subscribers', 'live', 'replicas']
+if (flags.help) {
+  process.stdout.write(`npm run bench -- [--quick] [--mode postgres,embedded] [--only id,…] [--uncached] [--compare "K=V …;…"] [--sections ${SECTIONS.join(',')}]
+  --quick      3 s per target, keeps the generated database
+  --sections   default main,import; clients, subscribers, live and replicas are issue 28/29's figures (PostgreSQL)
+See docs/performance.md "Benchmark".
+`)
+  process.exit(0)
+}
+const sections = (flags.sections ?? 'main,import').split(',').filter(Boolean)
+/** The sections after the main table that read the bench dataset: it is dropped after them, not before. */
+const datasetLater = ['clients', 'subscribers', 'live'].some((s) => sections.includes(s))
+for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--sections: unknown section ${s} (${SECTIONS.join(', ')})`)
 const quick = flags.quick!
 const settings = {
   seconds: Number(process.env.BENCH_DURATION ?? (quick ? 3 : 6)),
@@ -290,21 +315,28 @@ async function runMode(
   }
 }
 
-async function postgresMode(): Promise<ModeResult> {
+/** The bench dataset in BENCH_DB_NAME: the kept one when allowed and current, else generated. */
+async function benchDataset(): Promise<DatasetInfo> {
   log(`PostgreSQL: database ${settings.database} on ${new URL(settings.adminUrl).host}`)
   const url = databaseUrl(settings.adminUrl, settings.database)
-  let info: DatasetInfo | undefined = settings.keepDb ? await keptDataset(settings.adminUrl, settings.database) : undefined
-  if (info) log(`  reusing the dataset generated at ${info.anchor}`)
-  else {
-    await createDatabase(settings.adminUrl, settings.database)
-    execFileSync(process.execPath, [path.join(ROOT, 'bin/vaultgate.js'), 'migrate'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: url },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    })
-    log('  generating the dataset')
-    info = await generateDataset(url, log)
+  const kept = settings.keepDb ? await keptDataset(settings.adminUrl, settings.database) : undefined
+  if (kept) {
+    log(`  reusing the dataset generated at ${kept.anchor}`)
+    return kept
   }
+  await createDatabase(settings.adminUrl, settings.database)
+  execFileSync(process.execPath, [path.join(ROOT, 'bin/vaultgate.js'), 'migrate'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: url },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  log('  generating the dataset')
+  return generateDataset(url, log)
+}
+
+async function postgresMode(): Promise<ModeResult> {
+  const url = databaseUrl(settings.adminUrl, settings.database)
+  const info = await benchDataset()
   try {
     const dataset = info
     const build = async (gatewayUrl: string) => {
@@ -319,7 +351,7 @@ async function postgresMode(): Promise<ModeResult> {
     }
     return await runMode('postgres', { DATABASE_URL: url }, { DATABASE_URL: url }, build, { ...info.counts, generatedInMs: info.generatedInMs })
   } finally {
-    if (!settings.keepDb) await dropDatabase(settings.adminUrl, settings.database)
+    if (!settings.keepDb && !datasetLater) await dropDatabase(settings.adminUrl, settings.database)
   }
 }
 
@@ -345,13 +377,15 @@ async function embeddedMode(): Promise<ModeResult> {
 
 const started = new Date()
 const modes: ModeResult[] = []
-if (settings.modes.includes('postgres')) modes.push(await postgresMode())
-if (settings.modes.includes('embedded')) modes.push(await embeddedMode())
+if (sections.includes('main')) {
+  if (settings.modes.includes('postgres')) modes.push(await postgresMode())
+  if (settings.modes.includes('embedded')) modes.push(await embeddedMode())
+}
 
 // A large import through a running gateway: /healthz p99 during it and the RSS after it, against
 // their bounds (bench/import-under-load.ts). Left out with --only, which measures one scenario.
 const imports: ImportUnderLoad[] = []
-if (!settings.only) {
+if (!settings.only && sections.includes('import')) {
   for (const mode of settings.modes) {
     if (mode === 'postgres') {
       const name = `${settings.database}_import`
@@ -373,6 +407,48 @@ if (!settings.only) {
   }
 }
 
+// Issues 28 and 29 (docs/performance.md "GraphQL clients and shared live work"), on the bench
+// dataset in PostgreSQL (`live` on a copy of it: its imports change a vault).
+const extra: { clients?: ClientsResult; subscribers?: IdleResult[]; live?: SharedLiveRow[]; replicas?: ReplicasResult } = {}
+const sliceSettings = { seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, rounds: settings.rounds, connections: settings.connections }
+if (datasetLater) {
+  const info = await benchDataset()
+  const url = databaseUrl(settings.adminUrl, settings.database)
+  const ctx = { databaseUrl: url, vaultIds: info.vaultIds, settings: sliceSettings, resultsDir: RESULTS, log }
+  if (sections.includes('clients')) {
+    log('GraphQL clients (issue 28 a, b)')
+    extra.clients = await clientsThroughput(ctx)
+  }
+  if (sections.includes('subscribers')) {
+    log('Idle subscribers (issue 28 c)')
+    extra.subscribers = []
+    for (const transport of ['websocket', 'sse'] as const) {
+      extra.subscribers.push(await idleSubscribers(ctx, transport))
+      log(formatIdle(extra.subscribers.slice(-1)))
+    }
+  }
+  if (sections.includes('live')) {
+    log('Shared live work (issue 29 e): imports with 0, 1 and 200 subscribers')
+    const copy = `${settings.database}_live`
+    await dropDatabase(settings.adminUrl, copy)
+    const admin = new (await import('pg')).default.Client({ connectionString: settings.adminUrl })
+    await admin.connect()
+    try {
+      await admin.query(`CREATE DATABASE ${copy} TEMPLATE ${settings.database}`)
+    } finally {
+      await admin.end()
+    }
+    try {
+      extra.live = await sharedLive(databaseUrl(settings.adminUrl, copy), info.vaultIds[0]!)
+      log(formatSharedLive(extra.live))
+    } finally {
+      await dropDatabase(settings.adminUrl, copy)
+    }
+  }
+  if (!settings.keepDb) await dropDatabase(settings.adminUrl, settings.database)
+}
+if (sections.includes('replicas')) extra.replicas = await replicas({ settings: sliceSettings, log })
+
 const commit = (() => {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
@@ -388,11 +464,18 @@ const result = {
   settings: { ...settings, adminUrl: undefined },
   modes,
   imports,
+  ...extra,
 }
 await mkdir(RESULTS, { recursive: true })
 const file = path.join(RESULTS, `bench-${started.toISOString().replace(/[:.]/g, '-')}.json`)
 await writeFile(file, `${JSON.stringify(result, null, 2)}\n`)
 await writeFile(path.join(RESULTS, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
+const extraTables = [
+  extra.clients && `GraphQL clients (issue 28 a, b)\n\n${formatClients(extra.clients)}`,
+  extra.subscribers && `Idle subscribers (issue 28 c)\n\n${formatIdle(extra.subscribers)}`,
+  extra.live && `An import with subscribers of one vault (issue 29 e)\n\n${formatSharedLive(extra.live)}`,
+  extra.replicas && `One streaming replica (issue 29 d); reads by target: ${JSON.stringify(extra.replicas.readsByTarget)}\n\n${formatReplicas(extra.replicas)}`,
+].filter(Boolean)
 process.stdout.write(
-  `\n${formatTable(result)}\n${imports.map((r) => `\n${formatImportUnderLoad(r)}`).join('')}\n\nResults: ${path.relative(process.cwd(), file)}\n`,
+  `\n${formatTable(result)}\n${imports.map((r) => `\n${formatImportUnderLoad(r)}`).join('')}${extraTables.map((t) => `\n\n${t}`).join('')}\n\nResults: ${path.relative(process.cwd(), file)}\n`,
 )

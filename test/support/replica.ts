@@ -1,18 +1,21 @@
 import { execFile } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { appendFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { eventually } from './eventually.js'
-import { freePort } from './process.js'
 
 // A PostgreSQL primary and a streaming standby of it, started from the machine's PostgreSQL
 // binaries (initdb, then pg_basebackup -R) in a temporary directory on free ports, for the read
 // replica suites (test/db/replicas.test.ts). Both log every statement with the client's
 // application_name in front (`vaultgate|…`, `vaultgate-replica|…`), so a test sees which server
 // each statement of the gateway reached.
+//
+// The benchmark starts the same pair (bench/replicas.ts, without the statement logs), so this file
+// imports nothing of vitest's.
 //
 // The binaries are required in CI (the PostgreSQL server package is installed there): a missing
 // one fails the importing file. Elsewhere, without CI set, a machine lacking them skips the suite.
@@ -60,10 +63,23 @@ export interface ReplicaPair {
   since(mark: { primary: number; replica: number }): { primary: string[]; replica: string[] }
   stopReplica(): Promise<void>
   startReplica(): Promise<void>
+  /** The postmasters' process ids (their backends are their children). */
+  postmasterPids(): { primary: number; replica: number }
   close(): Promise<void>
 }
 
-const CONF = (port: number, dir: string) => `
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const address = s.address()
+      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
+
+const CONF = (port: number, dir: string, logStatements: boolean) => `
 port = ${port}
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '${dir}'
@@ -72,13 +88,16 @@ max_wal_senders = 4
 hot_standby = on
 fsync = off
 full_page_writes = off
-log_statement = 'all'
+log_statement = '${logStatements ? 'all' : 'none'}'
 log_line_prefix = '%a|'
 log_min_messages = warning
 `
 
-/** Starts the pair with an empty database `vaultgate` on both (replicated); `close()` stops both and removes everything. */
-export async function startReplicaPair(): Promise<ReplicaPair> {
+/**
+ * Starts the pair with an empty database `vaultgate` on both (replicated); `close()` stops both and
+ * removes everything. `logStatements: false` (the benchmark) leaves `mark`/`since` empty.
+ */
+export async function startReplicaPair({ logStatements = true }: { logStatements?: boolean } = {}): Promise<ReplicaPair> {
   const dir = mkdtempSync(path.join(tmpdir(), 'vaultgate-replicas-'))
   if (asRoot) chownSync(dir, ...(await postgresIds()))
   const primaryDir = path.join(dir, 'primary')
@@ -97,7 +116,7 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
   }
   try {
     await pgTool('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
-    await appendFile(path.join(primaryDir, 'postgresql.conf'), CONF(primaryPort, dir))
+    await appendFile(path.join(primaryDir, 'postgresql.conf'), CONF(primaryPort, dir, logStatements))
     await pgTool('pg_ctl', ['-D', primaryDir, '-l', logs.primary, '-w', 'start'])
     started.push(primaryDir)
     const url = (port: number, db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`
@@ -182,6 +201,10 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
         await pgTool('pg_ctl', ['-D', replicaDir, '-m', 'fast', '-w', 'stop'])
       },
       startReplica,
+      postmasterPids: () => {
+        const pid = (data: string) => Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+        return { primary: pid(primaryDir), replica: pid(replicaDir) }
+      },
       close,
     }
     await pair.caughtUp()
