@@ -17,6 +17,8 @@ describe('hardening settings', () => {
       // Trusted documents (decisions §15): none, and any document runs.
       documentsFile: undefined,
       trustedOnly: false,
+      // Not an Apollo Federation subgraph unless asked: the schema is schema.graphql's.
+      federation: false,
     })
     expect(dev.requests).toEqual({ bodyLimitBytes: 102_400, timeoutMs: 15_000 })
     expect(dev.rateLimits).toEqual({ publicPerMinute: 600, keysPerMinute: 30, verifyPerMinute: 1200, bearerFailuresPerMinute: 10 })
