@@ -1,16 +1,12 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp, type App } from '../../src/app.js'
-import { loadConfig, type Config } from '../../src/config.js'
-import { openDatabase, type Database } from '../../src/db/client.js'
+import type { App } from '../../src/app.js'
+import type { Config } from '../../src/config.js'
 import { createReplicaPool } from '../../src/db/replicas.js'
-import { importDocument } from '../../src/importer/write.js'
 import { testBackend } from '../support/db.js'
 import { eventually } from '../support/eventually.js'
-import { jwksOf, signSession, testKey, type TestKey } from '../support/jwt.js'
+import { signSession, type TestKey } from '../support/jwt.js'
 import { hasPostgresBinaries, startReplicaPair, type ReplicaPair } from '../support/replica.js'
+import { startReplicaGateway, type ReplicaGateway } from '../support/replica-gateway.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { vaultDoc } from '../support/wallet-data.js'
 
@@ -43,10 +39,9 @@ describe.skipIf(!hasPostgresBinaries || testBackend !== 'pglite')('read replica 
   let pair: ReplicaPair
   let proxy: TcpProxy
   let config: Config
-  let db: Database
   let app: App
   let signer: TestKey
-  let dir: string
+  let gw: ReplicaGateway
   let fileMark: { primary: number; replica: number }
   let replicaName: string
 
@@ -127,44 +122,30 @@ describe.skipIf(!hasPostgresBinaries || testBackend !== 'pglite')('read replica 
     await proxy.start()
     replica.port = String(proxy.port)
     replicaName = `127.0.0.1:${proxy.port}`
-    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-replica-faults-'))
-    signer = await testKey('ES256', 'k1')
-    await writeFile(path.join(dir, 'jwks.json'), JSON.stringify(jwksOf(signer)))
-    config = loadConfig({
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      DATABASE_URL: pair.primaryUrl,
-      DATABASE_REPLICA_URLS: replica.toString(),
-      REPLICA_MAX_LAG_MS: '1000',
-      REPLICA_TIMEOUT_MS: String(REPLICA_TIMEOUT_MS),
-      // Short, so a read still waiting on the replica's other limits (query_timeout up to the request
-      // deadline plus DB_CONNECT_TIMEOUT_MS: Config.pool.queryTimeoutMs) would be answered 503.
-      REQUEST_TIMEOUT_MS: '3000',
-      // Every read reaches a database.
-      RESPONSE_CACHE_TTL_MS: '0',
-      RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
-      // No pooled connection closes by itself in the middle of a scenario.
-      DB_IDLE_TIMEOUT_MS: '600000',
-      WEBHOOK_WORKER: 'false',
-      API_KEY_USAGE_FLUSH_MS: '600000',
-      ADMIN_TOKEN,
-      INTERNAL_TOKEN,
-      AUTH_JWKS_FILE: path.join(dir, 'jwks.json'),
+    gw = await startReplicaGateway({
+      pair,
+      replicaUrl: replica.toString(),
+      wallet: WALLET,
+      tokens: { admin: ADMIN_TOKEN, internal: INTERNAL_TOKEN },
+      env: {
+        REPLICA_MAX_LAG_MS: '1000',
+        REPLICA_TIMEOUT_MS: String(REPLICA_TIMEOUT_MS),
+        // Short, so a read still waiting on the replica's other limits (query_timeout up to the request
+        // deadline plus DB_CONNECT_TIMEOUT_MS: Config.pool.queryTimeoutMs) would be answered 503.
+        REQUEST_TIMEOUT_MS: '3000',
+        // Every read reaches a database.
+        RESPONSE_CACHE_TTL_MS: '0',
+        RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
+        // No pooled connection closes by itself in the middle of a scenario.
+        DB_IDLE_TIMEOUT_MS: '600000',
+      },
     })
-    db = await openDatabase(config)
-    await db.migrate()
-    await importDocument({ vaults: [vaultDoc('rep-a', { tvl: '100' })] }, db.prisma)
-    await db.prisma.allowlistEntry.create({ data: { address: WALLET } })
-    await pair.caughtUp()
-    app = createApp({ config, db })
-    await app.ready
+    ;({ config, app, signer } = gw)
   })
   afterAll(async () => {
-    await app?.close()
-    await db?.close()
+    await gw?.close()
     await proxy?.cut()
     await pair?.close()
-    if (dir) await rm(dir, { recursive: true, force: true })
   })
 
   it.each([

@@ -1,15 +1,12 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp, type App } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { openDatabase, type Database } from '../../src/db/client.js'
+import type { App } from '../../src/app.js'
+import type { Database } from '../../src/db/client.js'
 import { importDocument } from '../../src/importer/write.js'
 import { testBackend } from '../support/db.js'
 import { cacheClearedSince, eventually } from '../support/eventually.js'
-import { jwksOf, signSession, testKey, type TestKey } from '../support/jwt.js'
+import { signSession, type TestKey } from '../support/jwt.js'
 import { hasPostgresBinaries, startReplicaPair, type ReplicaPair } from '../support/replica.js'
+import { startReplicaGateway, type ReplicaGateway } from '../support/replica-gateway.js'
 import { listen } from '../support/live.js'
 import { subscribe } from '../support/sse.js'
 import { vaultDoc } from '../support/wallet-data.js'
@@ -34,7 +31,7 @@ describe.skipIf(!hasPostgresBinaries || testBackend !== 'pglite')('read replicas
   let db: Database
   let app: App
   let signer: TestKey
-  let dir: string
+  let gw: ReplicaGateway
 
   const request = (p: string, init?: RequestInit) => app.fetch(new Request(`http://vaultgate.test${p}`, init))
   let n = 0
@@ -67,38 +64,23 @@ describe.skipIf(!hasPostgresBinaries || testBackend !== 'pglite')('read replicas
 
   beforeAll(async () => {
     pair = await startReplicaPair()
-    dir = await mkdtemp(path.join(tmpdir(), 'vaultgate-replica-keys-'))
-    signer = await testKey('ES256', 'k1')
-    await writeFile(path.join(dir, 'jwks.json'), JSON.stringify(jwksOf(signer)))
-    const config = loadConfig({
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      DATABASE_URL: pair.primaryUrl,
-      DATABASE_REPLICA_URLS: pair.replicaUrl,
-      REPLICA_MAX_LAG_MS: String(MAX_LAG_MS),
-      RESPONSE_CACHE_TTL_MS: '60000',
-      // The stop test reads in a loop: well past the per-IP budget.
-      RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
-      WEBHOOK_WORKER: 'false',
-      API_KEY_USAGE_FLUSH_MS: '600000',
-      ADMIN_TOKEN,
-      INTERNAL_TOKEN,
-      AUTH_JWKS_FILE: path.join(dir, 'jwks.json'),
+    gw = await startReplicaGateway({
+      pair,
+      wallet: WALLET,
+      tokens: { admin: ADMIN_TOKEN, internal: INTERNAL_TOKEN },
+      env: {
+        REPLICA_MAX_LAG_MS: String(MAX_LAG_MS),
+        RESPONSE_CACHE_TTL_MS: '60000',
+        // The stop test reads in a loop: well past the per-IP budget.
+        RATE_LIMIT_PUBLIC_PER_MINUTE: '0',
+      },
     })
-    db = await openDatabase(config)
-    await db.migrate()
-    await importDocument({ vaults: [vaultDoc('rep-a', { tvl: '100' })] }, db.prisma)
-    await db.prisma.allowlistEntry.create({ data: { address: WALLET } })
-    await pair.caughtUp()
-    app = createApp({ config, db })
-    await app.ready
+    ;({ app, db, signer } = gw)
     await eventually(async () => (await replicaState()) === 'up', { what: 'the replica is up' })
   })
   afterAll(async () => {
-    await app?.close()
-    await db?.close()
+    await gw?.close()
     await pair?.close()
-    if (dir) await rm(dir, { recursive: true, force: true })
   })
 
   it('sends public reads to the replica and nothing else there; /readyz and metrics show it up', async () => {
