@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+import { freePort } from '../test/support/ports.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -16,17 +17,6 @@ export interface Gateway extends Target {
   /** From spawn to the first 200 from /readyz. */
   readyMs: number
   stderr(): string
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address()
-      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {

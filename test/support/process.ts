@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, inject } from 'vitest'
@@ -123,14 +122,4 @@ export function startGatewayProcess(env: Record<string, string>, timeoutMs = 60_
   })
 }
 
-/** A loopback port nothing listens on right now (for a process told which port to take). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
+export { freePort } from './ports.js'

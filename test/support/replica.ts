@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { appendFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { eventually } from './eventually.js'
+import { freePort } from './ports.js'
 
 // A PostgreSQL primary and a streaming standby of it, started from the machine's PostgreSQL
 // binaries (initdb, then pg_basebackup -R) in a temporary directory on free ports, for the read
@@ -66,17 +66,6 @@ export interface ReplicaPair {
   /** The postmasters' process ids (their backends are their children). */
   postmasterPids(): { primary: number; replica: number }
   close(): Promise<void>
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address()
-      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
 }
 
 const CONF = (port: number, dir: string, logStatements: boolean) => `
