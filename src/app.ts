@@ -103,6 +103,7 @@ export function createApp({
       (x) => (x.path === VERIFY_PATH && x.method === 'POST' ? verify(x) : undefined),
       longTail,
     ],
+    draining: () => draining,
   })
 
   const { close: closeServices, dataChanged: _dataChanged, live, ...exposed } = services

@@ -187,16 +187,10 @@ export async function startGateway(config: Config, { progress = silentProgress }
     await lock?.setUrl(url)
     logger.info({ url, storage: db.mode, ms: Math.round(performance.now() - started) }, `vaultgate ready at ${url}/graphql`)
 
-    // While draining, every answer asks its client to reconnect: a keep-alive connection would
-    // otherwise stay on this instance until it closes, past the load balancer's reaction.
-    let draining = false
-    server.prependListener('request', (_req, res) => {
-      if (draining) res.setHeader('Connection', 'close')
-    })
     let closing: Promise<void> | undefined
     const close = ({ delayMs = 0 }: { delayMs?: number } = {}) =>
       (closing ??= (async () => {
-        draining = true
+        // From here every answer carries Connection: close (src/http/pipeline/finish.ts).
         app?.drain()
         if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
         // Subscription streams end with `event: complete` (their clients reconnect elsewhere): they

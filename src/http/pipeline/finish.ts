@@ -55,7 +55,8 @@ export function errorAnswer(x: Exchange, error: unknown, shape: 'graphql' | 'sta
   return { status: app.status, headers, body: JSON.stringify(errorBody(app.code, app.message)) }
 }
 
-export function finisher(config: Pick<Config, 'cors' | 'compressMinBytes'>) {
+/** `draining`: the instance is shutting down (src/app.ts `drain`, called by src/server.ts on SIGTERM). */
+export function finisher(config: Pick<Config, 'cors' | 'compressMinBytes'>, draining: () => boolean = () => false) {
   return async function finish(x: Exchange, answer: Answer): Promise<Answer> {
     const h = answer.headers
     const policy = policyOf(config.cors, x.path, x.header('origin'), one(h['content-type']), isKeyPath(x.path) || x.keyManagement === true)
@@ -73,7 +74,9 @@ export function finisher(config: Pick<Config, 'cors' | 'compressMinBytes'>) {
     h['x-request-id'] = x.requestId
     // A refusal that left the request body unread: the rest of it is still on its way and would be
     // read as the next request on a keep-alive connection. The client is told to open a new one.
-    if (x.bodyUnread()) h.connection = 'close'
+    // While draining, every answer asks its client to reconnect: a keep-alive connection would
+    // otherwise stay on this instance until it closes, past the load balancer's reaction.
+    if (x.bodyUnread() || draining()) h.connection = 'close'
     const out = isStream(answer) ? answer : await compressAnswer(answer, x.method, x.header('accept-encoding'), config.compressMinBytes)
     recordRequest(x.requestId, x.method, x.route, x.deadline?.clientGone ? CLIENT_CLOSED_REQUEST : status, x.started)
     return out

@@ -51,14 +51,17 @@ export function createPipeline({
   limits,
   cache,
   routes,
+  draining,
 }: {
   config: Pick<Config, 'cors' | 'compressMinBytes' | 'requests' | 'trustProxyHops' | 'ipv6Prefix'>
   limits: RateLimits
   cache: ResponseCache
   /** In order: the first that takes the request answers it; the last takes every request. */
   routes: Route[]
+  /** Shutting down: finish asks every client to reconnect elsewhere (`Connection: close`). */
+  draining?: () => boolean
 }): { handle(x: Exchange): Promise<Answer>; pipeline: Pipeline } {
-  const finish = finisher(config)
+  const finish = finisher(config, draining)
 
   /** admit: on the API paths, the body bound, the client's count (awaited by the step that answers: `admitted`) and a deadline. */
   async function admit(x: Exchange): Promise<void> {
